@@ -1,0 +1,3 @@
+from memidex.cli.main import run
+
+run()

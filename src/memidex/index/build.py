@@ -1,0 +1,424 @@
+"""Building the index from the files, in full or incrementally.
+
+Every row is a pure function of one file's bytes, so applying a file's change twice, or
+in any order, leaves the same rows as a full rebuild (a hypothesis test checks this).
+A full rebuild writes a new file (no journal, no fsync until the end), creates the
+secondary indexes after the load, then swaps it in under an exclusive lock on the old one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sqlite3
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memidex import __version__
+from memidex.errors import Problem, RecordError
+from memidex.index.db import (
+    BUSY_TIMEOUT_MS,
+    IndexDB,
+    apply_migrations,
+    file_digest,
+    xor_hex,
+)
+from memidex.index.schema import POST_LOAD, SCHEMA_VERSION, TOKENIZER
+from memidex.records.model import Policy, Record
+from memidex.store import FileStat, LoadedRecord, Store, swap_into_place
+
+__all__ = [
+    "BuildReport",
+    "FileRows",
+    "RefreshReport",
+    "file_rows",
+    "rebuild",
+    "refresh",
+    "Progress",
+]
+
+Progress = Callable[[int, int], None]
+"""Called with (files done, files in all) during a rebuild."""
+
+PARALLEL_MIN_FILES = 4000
+CHUNK = 500
+RACY_NS = 2_000_000_000
+"""Files modified this close to the last scan are re-hashed even if their stat matches."""
+
+
+@dataclass(frozen=True, slots=True)
+class FileRows:
+    """Everything one record file contributes to the index."""
+
+    file: tuple[str, str, int, int, int, str]
+    record: tuple[Any, ...] | None
+    anchors: tuple[tuple[str, int], ...]  # (anchor, main)
+    edges: tuple[tuple[str, str, str], ...]
+    problems: tuple[tuple[str, int, str], ...]
+
+
+@dataclass
+class BuildReport:
+    records: int = 0
+    policies: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    seconds: float = 0.0
+    path: str = ""
+
+
+@dataclass
+class RefreshReport:
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    method: str = "stat"
+
+    @property
+    def touched(self) -> int:
+        return len(self.added) + len(self.changed) + len(self.deleted)
+
+
+def record_row(lr: LoadedRecord) -> tuple[Any, ...]:
+    r = lr.record
+    history = None
+    if r.history:
+        history = json.dumps(
+            [{"from": h.valid.from_, "until": h.valid.until, "title": h.title, "body": h.body}
+             for h in r.history],
+            ensure_ascii=False, separators=(",", ":"),
+        )
+    return (
+        r.id, lr.relpath, r.kind, r.status, r.product, r.anchor, r.title, r.body,
+        " ".join(r.all_anchors),
+        json.dumps(dict(r.scope), sort_keys=True, separators=(",", ":"), ensure_ascii=False),
+        r.trust.source, r.trust.confirmations, r.trust.contradictions, r.trust.last_confirmed,
+        r.valid.from_, r.valid.until, history, lr.sha256,
+    )
+
+
+def _edges(r: Record) -> tuple[tuple[str, str, str], ...]:
+    return tuple((r.id, rel, dst) for rel, dst in r.relations.edges())
+
+
+def file_rows(store: Store, fs: FileStat) -> FileRows:
+    """Read and parse one record file into its rows (bad files give problem rows)."""
+    try:
+        data = store.read_bytes(fs.relpath)
+    except OSError as exc:
+        return FileRows((fs.relpath, "record", fs.size, fs.mtime_ns, fs.ino, ""), None, (), (),
+                        ((fs.relpath, 0, f"cannot read: {exc.strerror}"),))
+    from memidex.records.codec import content_hash, parse_record_bytes
+
+    sha = content_hash(data)
+    frow = (fs.relpath, "record", len(data), fs.mtime_ns, fs.ino, sha)
+    try:
+        record = parse_record_bytes(data, fs.relpath)
+    except RecordError as exc:
+        return FileRows(frow, None, (), (), tuple((p.path, p.line, p.reason) for p in exc.problems))
+    lr = LoadedRecord(fs.relpath, record, sha, fs)
+    anchors = ((record.anchor, 1), *((a, 0) for a in record.anchors))
+    return FileRows(frow, record_row(lr), anchors, _edges(record), ())
+
+
+def _rows_chunk(args: tuple[Store, Sequence[FileStat]]) -> list[FileRows]:
+    store, chunk = args
+    return [file_rows(store, fs) for fs in chunk]
+
+
+def _iter_rows(store: Store, files: Sequence[FileStat], jobs: int) -> Iterator[FileRows]:
+    """File rows in path order; parsed by a process pool when there are many files."""
+    if jobs <= 1 or len(files) < PARALLEL_MIN_FILES:
+        for fs in files:
+            yield file_rows(store, fs)
+        return
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    chunks = [(store, files[i : i + CHUNK]) for i in range(0, len(files), CHUNK)]
+    with ctx.Pool(jobs) as pool:
+        for rows in pool.imap(_rows_chunk, chunks):
+            yield from rows
+
+
+_INSERT_RECORD = (
+    "INSERT INTO records(rowid, id, path, kind, status, product, anchor, title, body, anchors,"
+    " scope, source, confirmations, contradictions, last_confirmed, valid_from, valid_until,"
+    " history, sha256) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+_INSERT_FTS = "INSERT INTO records_fts(rowid, title, body, anchors) VALUES (?, ?, ?, ?)"
+_INSERT_FILE = "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?)"
+_INSERT_ANCHOR = "INSERT OR IGNORE INTO anchors(anchor, record_rowid, main) VALUES (?,?,?)"
+_INSERT_EDGE = "INSERT OR IGNORE INTO edges(record_rowid, src, rel, dst) VALUES (?,?,?,?)"
+_INSERT_PROBLEM = "INSERT INTO problems(path, line, reason) VALUES (?,?,?)"
+_INSERT_POLICY = "INSERT OR REPLACE INTO policies VALUES (?,?,?,?,?,?,?)"
+
+
+def _insert_file_rows(conn: sqlite3.Connection, rows: Sequence[FileRows], next_rowid: int,
+                      fts: bool) -> int:
+    files: list[tuple[Any, ...]] = []
+    recs: list[tuple[Any, ...]] = []
+    fts_rows: list[tuple[Any, ...]] = []
+    anchors: list[tuple[str, int, int]] = []
+    edges: list[tuple[Any, ...]] = []
+    problems: list[tuple[str, int, str]] = []
+    for fr in rows:
+        files.append(fr.file)
+        problems.extend(fr.problems)
+        if fr.record is None:
+            continue
+        rowid = next_rowid
+        next_rowid += 1
+        recs.append((rowid, *fr.record))
+        if fts:
+            fts_rows.append((rowid, fr.record[6], fr.record[7], fr.record[8]))
+        anchors.extend((a, rowid, main) for a, main in fr.anchors)
+        edges.extend((rowid, *e) for e in fr.edges)
+    conn.executemany(_INSERT_FILE, files)
+    conn.executemany(_INSERT_RECORD, recs)
+    if fts_rows:
+        conn.executemany(_INSERT_FTS, fts_rows)
+    conn.executemany(_INSERT_ANCHOR, anchors)
+    conn.executemany(_INSERT_EDGE, edges)
+    conn.executemany(_INSERT_PROBLEM, problems)
+    return next_rowid
+
+
+def _policy_rows(store: Store, files: Sequence[FileStat]) -> tuple[
+        list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[str, int, str]]]:
+    """(file rows, policy rows, problem rows) for policy files."""
+    from memidex.records.codec import content_hash
+    from memidex.records.policy import parse_policies
+
+    frows: list[tuple[Any, ...]] = []
+    prows: list[tuple[Any, ...]] = []
+    problems: list[tuple[str, int, str]] = []
+    for fs in files:
+        try:
+            data = store.read_bytes(fs.relpath)
+        except OSError as exc:
+            problems.append((fs.relpath, 0, f"cannot read: {exc.strerror}"))
+            continue
+        frows.append((fs.relpath, "policy", len(data), fs.mtime_ns, fs.ino, content_hash(data)))
+        try:
+            policies = parse_policies(data, fs.relpath)
+        except RecordError as exc:
+            problems.extend((p.path, p.line, p.reason) for p in exc.problems)
+            continue
+        prows.extend(_policy_row(p) for p in policies)
+    return frows, prows, problems
+
+
+def _policy_row(p: Policy) -> tuple[Any, ...]:
+    return (p.id, p.path, p.line, p.rule, p.severity, json.dumps(list(p.products)),
+            json.dumps(list(p.anchors)))
+
+
+def _write_meta(conn: sqlite3.Connection, values: dict[str, str]) -> None:
+    conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                     sorted(values.items()))
+
+
+def rebuild(store: Store, target: Path, *, jobs: int | None = None,
+            progress: Progress | None = None) -> BuildReport:
+    """Build the whole index into a new file and swap it in atomically."""
+    started = time.perf_counter()
+    scan_ns = time.time_ns()
+    files, scan_problems = store.scan_records()
+    policy_files = store.scan_policies()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.build-{os.getpid()}-{secrets.token_hex(4)}")
+    conn = sqlite3.connect(tmp, isolation_level=None)
+    report = BuildReport(path=str(target))
+    try:
+        conn.executescript(
+            "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536;"
+            "PRAGMA temp_store=MEMORY; PRAGMA locking_mode=EXCLUSIVE;"
+        )
+        conn.execute("BEGIN")
+        apply_migrations(conn)
+        total = len(files)
+        done = 0
+        fingerprint = 0
+        next_rowid = 1
+        batch: list[FileRows] = []
+        workers = jobs if jobs is not None else (os.cpu_count() or 1)
+        for fr in _iter_rows(store, files, workers):
+            batch.append(fr)
+            fingerprint ^= file_digest(fr.file[0], fr.file[5])
+            if len(batch) >= CHUNK:
+                next_rowid = _insert_file_rows(conn, batch, next_rowid, fts=False)
+                done += len(batch)
+                batch.clear()
+                if progress:
+                    progress(done, total)
+        next_rowid = _insert_file_rows(conn, batch, next_rowid, fts=False)
+        done += len(batch)
+        conn.executemany(_INSERT_PROBLEM, [(p.path, p.line, p.reason) for p in scan_problems])
+        frows, prows, pproblems = _policy_rows(store, policy_files)
+        conn.executemany(_INSERT_FILE, frows)
+        for f in frows:
+            fingerprint ^= file_digest(f[0], f[5])
+        conn.executemany(_INSERT_POLICY, prows)
+        conn.executemany(_INSERT_PROBLEM, pproblems)
+        conn.execute("INSERT INTO records_fts(records_fts) VALUES('rebuild')")
+        conn.executescript(POST_LOAD)
+        _write_meta(conn, {
+            "schema_version": str(SCHEMA_VERSION),
+            "tokenizer": TOKENIZER,
+            "memidex_version": __version__,
+            "fingerprint": xor_hex(fingerprint),
+            "built_at": str(scan_ns),
+            "scan_ns": str(scan_ns),
+            "knowledge_dir": store.config.knowledge_dir,
+            "policies_dir": store.config.policies_dir,
+        })
+        conn.execute("COMMIT")
+        conn.execute("INSERT INTO records_fts(records_fts) VALUES('optimize')")
+        conn.execute("PRAGMA journal_mode=DELETE")
+        report.records = int(conn.execute("SELECT count(*) FROM records").fetchone()[0])
+        report.policies = len(prows)
+        report.problems = [Problem(*p) for p in conn.execute(
+            "SELECT path, line, reason FROM problems ORDER BY path, line")]
+        conn.close()
+        if progress:
+            progress(done, total)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        _swap(tmp, target)
+    except BaseException:
+        conn.close()
+        tmp.unlink(missing_ok=True)
+        raise
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _swap(new: Path, target: Path) -> None:
+    """Rename ``new`` over ``target`` while holding an exclusive lock on the old file."""
+    if not target.exists():
+        swap_into_place(new, target)
+        return
+    old = sqlite3.connect(target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    try:
+        try:
+            old.execute("BEGIN EXCLUSIVE")  # also rolls back a hot journal of the old file
+        except sqlite3.DatabaseError:
+            pass  # garbage or locked past the timeout: it is being replaced either way
+        swap_into_place(new, target)
+    finally:
+        old.close()
+    Path(f"{target}-journal").unlink(missing_ok=True)
+
+
+# --- incremental ---------------------------------------------------------------------
+
+
+def _stored_files(conn: sqlite3.Connection) -> dict[str, tuple[str, int, int, int, str]]:
+    return {row[0]: (row[1], row[2], row[3], row[4], row[5])
+            for row in conn.execute("SELECT path, kind, size, mtime_ns, ino, sha256 FROM files")}
+
+
+def detect_changes(store: Store, db: IndexDB) -> tuple[
+        list[FileStat], list[FileStat], list[str], list[Problem]]:
+    """(changed-or-added record files, changed-or-added policy files, deleted paths,
+    scan problems) compared with what the index was built from, by stat then hash."""
+    from memidex.records.codec import content_hash
+
+    stored = _stored_files(db.conn)
+    scan_ns = int(db.meta().get("scan_ns", "0"))
+    records, scan_problems = store.scan_records()
+    policies = store.scan_policies()
+    changed_records: list[FileStat] = []
+    changed_policies: list[FileStat] = []
+    seen: set[str] = set()
+    for kind, files, out in (("record", records, changed_records),
+                             ("policy", policies, changed_policies)):
+        for fs in files:
+            seen.add(fs.relpath)
+            old = stored.get(fs.relpath)
+            if old is None or old[0] != kind:
+                out.append(fs)
+                continue
+            same_stat = (old[1], old[2], old[3]) == (fs.size, fs.mtime_ns, fs.ino)
+            if same_stat and fs.mtime_ns < scan_ns - RACY_NS:
+                continue
+            try:
+                sha = content_hash(store.read_bytes(fs.relpath))
+            except OSError:
+                out.append(fs)
+                continue
+            if sha != old[4] or not same_stat:
+                out.append(fs)
+    deleted = sorted(p for p in stored if p not in seen)
+    return changed_records, changed_policies, deleted, scan_problems
+
+
+def _delete_path(conn: sqlite3.Connection, path: str) -> int:
+    """Remove every row a file contributed; returns its fingerprint share (0 if none)."""
+    digest = 0
+    row = conn.execute("SELECT kind, sha256 FROM files WHERE path = ?", (path,)).fetchone()
+    if row is not None:
+        digest = file_digest(path, row[1])
+    for rowid, title, body, anchors in conn.execute(
+            "SELECT rowid, title, body, anchors FROM records WHERE path = ?",
+            (path,)).fetchall():
+        conn.execute(
+            "INSERT INTO records_fts(records_fts, rowid, title, body, anchors)"
+            " VALUES('delete', ?, ?, ?, ?)", (rowid, title, body, anchors))
+        conn.execute("DELETE FROM anchors WHERE record_rowid = ?", (rowid,))
+        conn.execute("DELETE FROM edges WHERE record_rowid = ?", (rowid,))
+        conn.execute("DELETE FROM records WHERE rowid = ?", (rowid,))
+    conn.execute("DELETE FROM policies WHERE path = ?", (path,))
+    conn.execute("DELETE FROM problems WHERE path = ?", (path,))
+    conn.execute("DELETE FROM files WHERE path = ?", (path,))
+    return digest
+
+
+def refresh(store: Store, db: IndexDB) -> RefreshReport:
+    """Bring the index up to date with the files, touching only what changed."""
+    report = RefreshReport()
+    changed_records, changed_policies, deleted, scan_problems = detect_changes(store, db)
+    stored_problem_paths = {p for (p,) in db.conn.execute(
+        "SELECT DISTINCT path FROM problems WHERE line = 0 AND path NOT IN "
+        "(SELECT path FROM files)")}
+    scan_problem_rows = sorted({(p.path, p.line, p.reason) for p in scan_problems})
+    scan_problem_paths = {p[0] for p in scan_problem_rows}
+    scan_changed = stored_problem_paths != scan_problem_paths
+    if not (changed_records or changed_policies or deleted or scan_changed):
+        return report
+    stored_paths = set(_stored_files(db.conn))
+    record_rows = [file_rows(store, fs) for fs in changed_records]
+    frows, prows, pproblems = _policy_rows(store, changed_policies)
+    conn = db.conn
+    with db.begin_write():
+        fp = int(db.meta().get("fingerprint", "0"), 16)
+        for path in deleted:
+            fp ^= _delete_path(conn, path)
+        for fs in (*changed_records, *changed_policies):
+            fp ^= _delete_path(conn, fs.relpath)
+        if scan_changed:
+            conn.execute("DELETE FROM problems WHERE line = 0 AND path NOT IN "
+                         "(SELECT path FROM files)")
+            conn.executemany(_INSERT_PROBLEM, scan_problem_rows)
+        next_rowid = int(conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM records")
+                         .fetchone()[0])
+        _insert_file_rows(conn, record_rows, next_rowid, fts=True)
+        conn.executemany(_INSERT_FILE, frows)
+        conn.executemany(_INSERT_POLICY, prows)
+        conn.executemany(_INSERT_PROBLEM, pproblems)
+        for fr in record_rows:
+            fp ^= file_digest(fr.file[0], fr.file[5])
+        for f in frows:
+            fp ^= file_digest(f[0], f[5])
+        _write_meta(conn, {"fingerprint": xor_hex(fp), "scan_ns": str(time.time_ns())})
+    for fs in (*changed_records, *changed_policies):
+        (report.changed if fs.relpath in stored_paths else report.added).append(fs.relpath)
+    report.deleted = deleted
+    return report

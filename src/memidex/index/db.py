@@ -1,0 +1,191 @@
+"""Opening the derived index safely: migrations, meta, health.
+
+The index lives at ``index/memidex.sqlite`` in rollback-journal mode. A rebuild writes a
+new file and renames it over the old one while holding an exclusive lock on the old
+file, so no write is in flight on the old inode at the swap. Every writer checks, once it
+holds the write lock and before it writes a page, that the path still names the file it
+opened (:meth:`IndexDB.begin_write`), so no journal is ever created beside a file that
+is not its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memidex.errors import IndexUnavailableError
+from memidex.index.schema import MIGRATIONS, MIGRATIONS_TABLE, SCHEMA_VERSION
+
+__all__ = ["IndexDB", "IndexSwapped", "apply_migrations", "file_digest", "xor_hex"]
+
+BUSY_TIMEOUT_MS = 3000
+
+
+class IndexSwapped(Exception):
+    """The file this connection opened was replaced by a rebuild; reopen and retry."""
+
+
+def file_digest(path: str, sha256: str) -> int:
+    """One file's share of the sources fingerprint (combined by XOR, order-free)."""
+    return int.from_bytes(hashlib.sha256(f"{path}\0{sha256}".encode()).digest()[:16], "big")
+
+
+def xor_hex(value: int) -> str:
+    return f"{value:032x}"
+
+
+def apply_migrations(conn: sqlite3.Connection) -> list[str]:
+    """Apply the named migrations this file has not seen, in order; return their names."""
+    conn.executescript(MIGRATIONS_TABLE)
+    done = {name for (name,) in conn.execute("SELECT name FROM migrations")}
+    known = {name for name, _ in MIGRATIONS}
+    if done - known:
+        raise IndexUnavailableError(
+            f"the index was built by a newer memidex (migration {sorted(done - known)[0]})"
+        )
+    applied = []
+    for seq, (name, sql) in enumerate(MIGRATIONS, start=1):
+        if name in done:
+            continue
+        conn.executescript(sql)
+        conn.execute("INSERT INTO migrations(seq, name) VALUES (?, ?)", (seq, name))
+        applied.append(name)
+    return applied
+
+
+@dataclass
+class IndexDB:
+    """One open connection to the index file, remembering which inode it opened."""
+
+    path: Path
+    conn: sqlite3.Connection
+    ino: int
+
+    @classmethod
+    def open(cls, path: Path, *, write: bool = False) -> IndexDB:
+        """Open an existing index; :class:`IndexUnavailableError` if missing or damaged."""
+        for _ in range(3):
+            try:
+                before = os.stat(path).st_ino
+            except FileNotFoundError:
+                raise IndexUnavailableError(f"no index at {path}") from None
+            mode = "rw" if write else "ro"
+            try:
+                conn = sqlite3.connect(
+                    f"file:{path}?mode={mode}", uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
+                    isolation_level=None, check_same_thread=False,
+                )
+            except sqlite3.Error as exc:
+                raise IndexUnavailableError(f"cannot open the index: {exc}") from None
+            try:
+                conn.execute("PRAGMA schema_version").fetchone()
+            except sqlite3.DatabaseError as exc:
+                conn.close()
+                raise IndexUnavailableError(f"the index is damaged or locked: {exc}") from None
+            try:
+                after = os.stat(path).st_ino
+            except FileNotFoundError:
+                conn.close()
+                raise IndexUnavailableError(f"no index at {path}") from None
+            if before == after:
+                db = cls(path, conn, after)
+                db._check_schema()
+                return db
+            conn.close()
+        raise IndexUnavailableError("the index kept being replaced while opening it")
+
+    def _check_schema(self) -> None:
+        try:
+            names = [n for (n,) in self.conn.execute("SELECT name FROM migrations ORDER BY seq")]
+            version = self.meta().get("schema_version")
+        except sqlite3.DatabaseError as exc:
+            self.close()
+            raise IndexUnavailableError(f"the index is damaged: {exc}") from None
+        known = [name for name, _ in MIGRATIONS]
+        if names != known or version != str(SCHEMA_VERSION):
+            self.close()
+            raise IndexUnavailableError(
+                f"the index has schema {version or '?'} ({len(names)} migrations); "
+                f"this memidex needs schema {SCHEMA_VERSION}"
+            )
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def swapped(self) -> bool:
+        try:
+            return os.stat(self.path).st_ino != self.ino
+        except FileNotFoundError:
+            return True
+
+    @contextmanager
+    def begin_write(self) -> Iterator[sqlite3.Connection]:
+        """``BEGIN IMMEDIATE`` on the file this connection opened, or :class:`IndexSwapped`."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        if self.swapped():
+            self.conn.execute("ROLLBACK")  # nothing written yet, so no journal was made
+            raise IndexSwapped(str(self.path))
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def meta(self) -> dict[str, str]:
+        return dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
+
+    def quick_check(self) -> str:
+        try:
+            rows = self.conn.execute("PRAGMA quick_check").fetchall()
+        except sqlite3.DatabaseError as exc:
+            return str(exc)
+        return "; ".join(str(r[0]) for r in rows[:3])
+
+    def integrity_check(self) -> str:
+        rows = self.conn.execute("PRAGMA integrity_check").fetchall()
+        fts = "ok"
+        try:
+            self.conn.execute("INSERT INTO records_fts(records_fts) VALUES('integrity-check')")
+        except sqlite3.DatabaseError as exc:
+            fts = str(exc)
+        first = "; ".join(str(r[0]) for r in rows[:3])
+        return first if fts == "ok" else f"{first}; fts: {fts}"
+
+    def counts(self) -> dict[str, int]:
+        c = self.conn
+        return {
+            "records": int(c.execute("SELECT count(*) FROM records").fetchone()[0]),
+            "policies": int(c.execute("SELECT count(*) FROM policies").fetchone()[0]),
+            "files": int(c.execute("SELECT count(*) FROM files").fetchone()[0]),
+            "problems": int(c.execute("SELECT count(*) FROM problems").fetchone()[0]),
+        }
+
+    def dump(self) -> dict[str, Any]:
+        """The logical contents (no rowids, no build time) — what rebuilds must agree on."""
+        c = self.conn
+        meta = {k: v for k, v in self.meta().items() if k not in ("built_at", "scan_ns")}
+        return {
+            "meta": meta,
+            "files": c.execute("SELECT * FROM files ORDER BY path").fetchall(),
+            "records": c.execute(
+                "SELECT id, path, kind, status, product, anchor, title, body, anchors, scope,"
+                " source, confirmations, contradictions, last_confirmed, valid_from,"
+                " valid_until, history, sha256 FROM records ORDER BY path").fetchall(),
+            "anchors": c.execute(
+                "SELECT a.anchor, r.path, a.main FROM anchors a JOIN records r"
+                " ON r.rowid = a.record_rowid ORDER BY 1, 2").fetchall(),
+            "edges": c.execute(
+                "SELECT r.path, e.src, e.rel, e.dst FROM edges e JOIN records r"
+                " ON r.rowid = e.record_rowid ORDER BY 1, 2, 3, 4").fetchall(),
+            "policies": c.execute("SELECT * FROM policies ORDER BY path, id").fetchall(),
+            "problems": c.execute("SELECT * FROM problems ORDER BY 1, 2, 3").fetchall(),
+            "vocab": c.execute(
+                "SELECT term, doc, cnt FROM records_vocab ORDER BY term").fetchall(),
+        }

@@ -1,0 +1,200 @@
+"""Reading the index: search, lookup by id or prefix, listing. Read-only SQL."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from memidex.index.db import IndexDB
+from memidex.ranking import (
+    COLUMN_WEIGHTS,
+    SearchHit,
+    SearchQuery,
+    confidence,
+    fts_expression,
+    query_terms,
+    sort_key,
+)
+
+__all__ = ["IndexRow", "find_ids", "list_records", "policies", "problems", "search",
+           "duplicate_ids", "missing_relations", "stored_paths"]
+
+_BM25 = "bm25(records_fts, {}, {}, {})".format(*COLUMN_WEIGHTS)
+
+
+@dataclass(frozen=True)
+class IndexRow:
+    id: str
+    path: str
+    kind: str
+    status: str
+    product: str
+    anchor: str
+    title: str
+    anchors: tuple[str, ...]
+    source: str
+    confirmations: int
+    contradictions: int
+    last_confirmed: int | None
+    valid_from: int
+    valid_until: int | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "path": self.path, "kind": self.kind, "status": self.status,
+            "product": self.product, "anchor": self.anchor, "title": self.title,
+            "anchors": list(self.anchors),
+            "trust": {"source": self.source, "confirmations": self.confirmations,
+                      "contradictions": self.contradictions,
+                      "last_confirmed": self.last_confirmed},
+            "valid": {"from": self.valid_from, "until": self.valid_until},
+        }
+
+
+_ROW_COLS = ("r.id, r.path, r.kind, r.status, r.product, r.anchor, r.title, r.anchors,"
+             " r.source, r.confirmations, r.contradictions, r.last_confirmed, r.valid_from,"
+             " r.valid_until")
+
+
+def _row(t: tuple[Any, ...]) -> IndexRow:
+    return IndexRow(t[0], t[1], t[2], t[3], t[4], t[5], t[6], tuple(t[7].split(" ")),
+                    t[8], t[9], t[10], t[11], t[12], t[13])
+
+
+def _filters(product: str | None, kinds: tuple[str, ...], statuses: tuple[str, ...],
+             anchors: tuple[str, ...]) -> tuple[str, list[Any]]:
+    clauses: list[str] = []
+    params: list[Any] = []
+    if product is not None:
+        clauses.append("r.product = ?")
+        params.append(product)
+    if kinds:
+        clauses.append(f"r.kind IN ({','.join('?' * len(kinds))})")
+        params.extend(kinds)
+    if statuses:
+        clauses.append(f"r.status IN ({','.join('?' * len(statuses))})")
+        params.extend(statuses)
+    for anchor in anchors:
+        if anchor.endswith("*"):
+            prefix = anchor[:-1]
+            clauses.append("r.rowid IN (SELECT record_rowid FROM anchors"
+                           " WHERE anchor >= ? AND anchor < ?)")
+            params.extend([prefix, prefix + "\U0010ffff"])
+        else:
+            clauses.append("r.rowid IN (SELECT record_rowid FROM anchors WHERE anchor = ?)")
+            params.append(anchor)
+    return ("".join(f" AND {c}" for c in clauses), params)
+
+
+def _hits(conn: sqlite3.Connection, expr: str, where: str, params: list[Any], limit: int,
+          exclude: set[int]) -> list[tuple[Any, ...]]:
+    sql = (
+        f"SELECT r.rowid, r.id, r.kind, r.status, r.title, r.path, r.anchors, r.product,"
+        f" -{_BM25} AS score, snippet(records_fts, -1, '**', '**', '…', 16)"
+        f" FROM records_fts JOIN records r ON r.rowid = records_fts.rowid"
+        f" WHERE records_fts MATCH ?{where}"
+        f" ORDER BY {_BM25}, r.id, r.path LIMIT ?"
+    )
+    rows = conn.execute(sql, [expr, *params, limit + len(exclude)]).fetchall()
+    return [row for row in rows if row[0] not in exclude][:limit]
+
+
+def _matched_terms(conn: sqlite3.Connection, terms: list[str], rowids: list[int]
+                   ) -> dict[int, int]:
+    counts = dict.fromkeys(rowids, 0)
+    marks = ",".join("?" * len(rowids))
+    for term in terms:
+        for (rowid,) in conn.execute(
+                f"SELECT rowid FROM records_fts WHERE records_fts MATCH ? AND rowid IN ({marks})",
+                [fts_expression([term]), *rowids]):
+            counts[rowid] += 1
+    return counts
+
+
+def search(db: IndexDB, q: SearchQuery) -> list[SearchHit]:
+    terms = query_terms(q.text)
+    if not terms or q.limit <= 0:
+        return []
+    where, params = _filters(q.product, q.kinds, q.statuses, q.anchors)
+    conn = db.conn
+    rows = _hits(conn, fts_expression(terms, "AND"), where, params, q.limit, set())
+    matched = {row[0]: len(terms) for row in rows}
+    if len(rows) < q.limit and len(terms) > 1:
+        more = _hits(conn, fts_expression(terms, "OR"), where, params, q.limit - len(rows),
+                     set(matched))
+        # OR rows are ranked by how many words they match, so fetch enough to choose from.
+        if more:
+            matched.update(_matched_terms(conn, terms, [r[0] for r in more]))
+            rows += more
+    hits = [
+        SearchHit(
+            id=row[1], kind=row[2], status=row[3], title=row[4], score=round(row[8], 6),
+            confidence=confidence(matched[row[0]], len(terms), row[3]),
+            snippet=row[9], path=row[5], anchors=tuple(row[6].split(" ")), product=row[7],
+            matched=matched[row[0]], terms=len(terms),
+        )
+        for row in rows
+    ]
+    hits.sort(key=sort_key)
+    return hits[: q.limit]
+
+
+def find_ids(db: IndexDB, id_or_prefix: str) -> list[IndexRow]:
+    """Rows whose id equals ``id_or_prefix``, else whose id starts with it."""
+    conn = db.conn
+    rows = conn.execute(f"SELECT {_ROW_COLS} FROM records r WHERE r.id = ? ORDER BY r.path",
+                        (id_or_prefix,)).fetchall()
+    if not rows:
+        rows = conn.execute(
+            f"SELECT {_ROW_COLS} FROM records r WHERE r.id >= ? AND r.id < ?"
+            " ORDER BY r.id, r.path LIMIT 50", (id_or_prefix, id_or_prefix + "\x7f")).fetchall()
+    return [_row(t) for t in rows]
+
+
+def list_records(db: IndexDB, *, product: str | None, kinds: tuple[str, ...] = (),
+                 statuses: tuple[str, ...] = (), anchors: tuple[str, ...] = (),
+                 limit: int | None = None) -> list[IndexRow]:
+    where, params = _filters(product, kinds, statuses, anchors)
+    sql = f"SELECT {_ROW_COLS} FROM records r WHERE 1=1{where} ORDER BY r.kind, r.id, r.path"
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(limit)
+    return [_row(t) for t in db.conn.execute(sql, params)]
+
+
+def policies(db: IndexDB) -> list[dict[str, Any]]:
+    return [
+        {"id": r[0], "path": r[1], "line": r[2], "rule": r[3], "severity": r[4],
+         "products": json.loads(r[5]), "anchors": json.loads(r[6])}
+        for r in db.conn.execute(
+            "SELECT id, path, line, rule, severity, products, anchors FROM policies"
+            " ORDER BY id, path")
+    ]
+
+
+def problems(db: IndexDB) -> list[tuple[str, int, str]]:
+    return [(r[0], r[1], r[2]) for r in db.conn.execute(
+        "SELECT path, line, reason FROM problems ORDER BY path, line, reason")]
+
+
+def duplicate_ids(db: IndexDB) -> list[tuple[str, list[str]]]:
+    out = []
+    for rid, paths in db.conn.execute(
+            "SELECT id, group_concat(path, char(10)) FROM (SELECT id, path FROM records"
+            " ORDER BY id, path) GROUP BY id HAVING count(*) > 1 ORDER BY id"):
+        out.append((rid, paths.split("\n")))
+    return out
+
+
+def missing_relations(db: IndexDB) -> list[tuple[str, str, str, str]]:
+    """(path, src id, relation, missing target id) for relations naming no record."""
+    return [(r[0], r[1], r[2], r[3]) for r in db.conn.execute(
+        "SELECT r.path, e.src, e.rel, e.dst FROM edges e JOIN records r"
+        " ON r.rowid = e.record_rowid WHERE NOT EXISTS"
+        " (SELECT 1 FROM records t WHERE t.id = e.dst) ORDER BY 1, 3, 4")]
+
+
+def stored_paths(db: IndexDB) -> int:
+    return int(db.conn.execute("SELECT count(*) FROM files").fetchone()[0])

@@ -1,0 +1,111 @@
+"""Search ranking rules shared by the index and the bundle scan. Pure: no I/O.
+
+* A query is split into words (letters and digits); FTS5 syntax in it is never
+  interpreted — quotes, ``-``, ``:``, ``*`` and parentheses are just separators.
+* Stopwords are dropped unless the query is nothing but stopwords.
+* First every word must match (AND); if that fills fewer than ``limit`` results, records
+  matching only some words follow (OR), ranked by how many words they match.
+* Score is BM25 with column weights title 10, anchors 5, body 1; ties break on id, then
+  path, so equal inputs always give equal output.
+* Confidence (``docs/search.md``): ``reliable`` — every word matched and the record is
+  active; ``candidate`` — every word matched in a record that is not active, or at least
+  half the words matched; ``weak`` — fewer than half the words matched.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+__all__ = [
+    "COLUMN_WEIGHTS",
+    "DEFAULT_STATUSES",
+    "SearchHit",
+    "SearchQuery",
+    "STOPWORDS",
+    "confidence",
+    "fts_expression",
+    "query_terms",
+    "sort_key",
+]
+
+COLUMN_WEIGHTS = (10.0, 1.0, 5.0)  # title, body, anchors — the FTS column order
+MAX_TERMS = 16
+DEFAULT_STATUSES: tuple[str, ...] = ("active", "candidate")
+
+STOPWORDS = frozenset(
+    """a an and are as at be but by for from has have if in into is it its of on or so
+    such that the their then there these they this to was were will with""".split()
+)
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    text: str
+    product: str | None  # None: every product (only with an explicit --all-products)
+    kinds: tuple[str, ...] = ()
+    statuses: tuple[str, ...] = DEFAULT_STATUSES  # () means any status
+    anchors: tuple[str, ...] = ()
+    limit: int = 10
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    id: str
+    kind: str
+    status: str
+    title: str
+    score: float
+    confidence: str
+    snippet: str
+    path: str
+    anchors: tuple[str, ...]
+    product: str
+    matched: int = 0
+    terms: int = 0
+    extra: dict[str, object] = field(default_factory=dict, compare=False)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "status": self.status,
+            "title": self.title,
+            "score": self.score,
+            "confidence": self.confidence,
+            "snippet": self.snippet,
+            "path": self.path,
+            "anchors": list(self.anchors),
+            "product": self.product,
+            "matched_terms": self.matched,
+        }
+
+
+def query_terms(text: str) -> list[str]:
+    """The words of a query, lower-cased, without repeats, stopwords dropped if others remain."""
+    words: list[str] = []
+    for w in _WORD.findall(text.lower()):
+        if w not in words:
+            words.append(w)
+    content = [w for w in words if w not in STOPWORDS]
+    return (content or words)[:MAX_TERMS]
+
+
+def fts_expression(terms: list[str], op: str = "AND") -> str:
+    """An FTS5 MATCH expression that treats every term as a quoted literal."""
+    return f" {op} ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+def confidence(matched: int, terms: int, status: str) -> str:
+    if terms and matched >= terms:
+        return "reliable" if status == "active" else "candidate"
+    if terms and matched * 2 >= terms:
+        return "candidate"
+    return "weak"
+
+
+def sort_key(hit: SearchHit) -> tuple[int, float, str, str]:
+    """More words matched first, then score (higher first), then id, then path."""
+    return (-hit.matched, -hit.score, hit.id, hit.path)

@@ -1,0 +1,147 @@
+"""The canonical codec: record file bytes <-> :class:`Record`.
+
+Contract (``docs/records.md``):
+
+* ``dump_record(parse_record(b)) == b`` for every canonical file ``b``;
+* ``parse_record(dump_record(r)) == r`` for every valid record ``r``;
+* parsing never touches the file; a file that is not canonical still parses (through
+  PyYAML) and is left exactly as it is;
+* ``content_hash`` is the tagged SHA-256 of the exact bytes (``sha256:<hex>``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from memidex.errors import Problem, RecordError
+from memidex.records.model import Pairs, Record
+from memidex.records.validate import record_from_mapping
+from memidex.records.yamlfast import dump_scalar, dump_value, fast_load, yaml_loader
+
+__all__ = [
+    "HASH_TAG",
+    "content_hash",
+    "dump_record",
+    "load_front_matter",
+    "parse_record",
+    "parse_record_bytes",
+    "split_front_matter",
+    "verify_hash",
+]
+
+HASH_TAG = "sha256:"
+
+
+def content_hash(data: bytes) -> str:
+    return HASH_TAG + hashlib.sha256(data).hexdigest()
+
+
+def verify_hash(data: bytes, tagged: str) -> bool:
+    """Re-derive the tagged hash of ``data`` and compare."""
+    if not tagged.startswith(HASH_TAG):
+        return False
+    return content_hash(data) == tagged
+
+
+def split_front_matter(text: str, path: str) -> tuple[str, str, int]:
+    """Return (front matter, body, file line where the front matter starts)."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if text.startswith("---\r\n"):
+        text = text.replace("\r\n", "\n")
+    if not text.startswith("---\n"):
+        raise RecordError([Problem(path, 1, "a record must start with a '---' front matter line")])
+    end = text.find("\n---\n", 3)
+    if end < 0:
+        if text.endswith("\n---"):
+            end = len(text) - 4
+        else:
+            raise RecordError([Problem(path, 1, "front matter is not closed by a '---' line")])
+    front = text[4 : end + 1]
+    body = text[end + 5 :]
+    return front, body.strip("\n").rstrip(), 2
+
+
+def load_front_matter(front: str, path: str, first_line: int = 2) -> Any:
+    """Fast canonical reader first, PyYAML's safe loader for anything else."""
+    data = fast_load(front)
+    if data is not None:
+        return data
+    import yaml
+
+    try:
+        return yaml.load(front, Loader=yaml_loader())  # noqa: S506 - a safe loader
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = first_line + (mark.line if mark is not None else 0)
+        reason = f"YAML: {exc.problem or exc.context or 'cannot parse'}"
+        raise RecordError([Problem(path, line, reason)]) from None
+    except yaml.YAMLError as exc:
+        raise RecordError([Problem(path, first_line, f"YAML: {exc}")]) from None
+
+
+def parse_record(text: str, path: str) -> Record:
+    front, body, first = split_front_matter(text, path)
+    data = load_front_matter(front, path, first)
+    return record_from_mapping(data, body, path=path, front_matter=front, first_line=first)
+
+
+def parse_record_bytes(data: bytes, path: str) -> Record:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise RecordError([Problem(path, line, "not valid UTF-8")]) from None
+    return parse_record(text, path)
+
+
+def _pairs_dict(pairs: Pairs) -> dict[str, Any]:
+    return dict(pairs)
+
+
+def dump_record(record: Record) -> str:
+    """The canonical text of ``record``: fixed key order, flow values, stable bytes."""
+    t, v, r = record.trust, record.valid, record.relations
+    lines = [
+        "---",
+        f"id: {dump_scalar(record.id)}",
+        f"kind: {dump_scalar(record.kind)}",
+        f"status: {dump_scalar(record.status)}",
+        f"product: {dump_scalar(record.product)}",
+    ]
+    if record.scope:
+        lines.append(f"scope: {dump_value(_pairs_dict(record.scope))}")
+    lines.append(f"anchor: {dump_scalar(record.anchor)}")
+    lines.append(f"anchors: {dump_value(list(record.anchors))}")
+    lines.append(f"title: {dump_scalar(record.title)}")
+    trust = {
+        "source": t.source,
+        "confirmations": t.confirmations,
+        "contradictions": t.contradictions,
+        "last_confirmed": t.last_confirmed,
+    }
+    lines.append(f"trust: {dump_value(trust)}")
+    lines.append(f"valid: {dump_value({'from': v.from_, 'until': v.until})}")
+    relations = {
+        "supersedes": list(r.supersedes),
+        "superseded_by": r.superseded_by,
+        "cites": list(r.cites),
+        "contradicts": list(r.contradicts),
+    }
+    lines.append(f"relations: {dump_value(relations)}")
+    if record.evidence:
+        lines.append("evidence:")
+        lines += [f"  - {dump_value(_pairs_dict(e))}" for e in record.evidence]
+    if record.history:
+        lines.append("history:")
+        for h in record.history:
+            entry = {
+                "valid": {"from": h.valid.from_, "until": h.valid.until},
+                "title": h.title,
+                "body": h.body,
+            }
+            lines.append(f"  - {dump_value(entry)}")
+    lines.append("---")
+    body = record.body.strip("\n").rstrip()
+    return "\n".join(lines) + "\n" + (body + "\n" if body else "")

@@ -1,0 +1,273 @@
+"""Front matter mapping -> :class:`Record`, with every problem and its line.
+
+Validation is strict about types and keys (a typo such as ``anchros`` is a problem, not
+silently ignored) and lenient about order: lists whose order means nothing are sorted,
+so a hand-written record and the canonical one compare equal.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from memidex.errors import Problem, RecordError
+from memidex.records.ids import ANCHOR_RE, ID_RE, PRODUCT_RE, record_id
+from memidex.records.model import (
+    KINDS,
+    SOURCES,
+    STATUSES,
+    HistoryEntry,
+    Pairs,
+    Record,
+    Relations,
+    Trust,
+    Valid,
+)
+
+__all__ = ["TOP_KEYS", "EVIDENCE_KEY_ORDER", "record_from_mapping", "key_line"]
+
+TOP_KEYS: tuple[str, ...] = (
+    "id",
+    "kind",
+    "status",
+    "product",
+    "scope",
+    "anchor",
+    "anchors",
+    "title",
+    "trust",
+    "valid",
+    "relations",
+    "evidence",
+    "history",
+)
+REQUIRED = ("id", "kind", "status", "product", "anchor", "title")
+EVIDENCE_KEY_ORDER = ("run", "test", "step", "observed")
+_TRUST_KEYS = ("source", "confirmations", "contradictions", "last_confirmed")
+_RELATION_KEYS = ("supersedes", "superseded_by", "cites", "contradicts")
+
+
+def key_line(front_matter: str, key: str, first_line: int = 2) -> int:
+    """The file line of top-level ``key`` (front matter starts on ``first_line``)."""
+    m = re.search(rf"^{re.escape(key)}\s*:", front_matter, re.MULTILINE)
+    if m is None:
+        return first_line - 1
+    return first_line + front_matter.count("\n", 0, m.start())
+
+
+class _Collector:
+    def __init__(self, path: str, front_matter: str, first_line: int) -> None:
+        self.path = path
+        self.fm = front_matter
+        self.first_line = first_line
+        self.problems: list[Problem] = []
+
+    def add(self, key: str, reason: str) -> None:
+        self.problems.append(Problem(self.path, key_line(self.fm, key, self.first_line), reason))
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_scalar(v: Any) -> bool:
+    return v is None or isinstance(v, str | bool) or _is_int(v)
+
+
+def _pairs(value: Any, c: _Collector, key: str, order: tuple[str, ...] = ()) -> Pairs | None:
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        c.add(key, f"`{key}` must be a mapping")
+        return None
+    for k, v in value.items():
+        if not isinstance(k, str) or not k:
+            c.add(key, f"`{key}` keys must be non-empty strings")
+            return None
+        if not _is_scalar(v):
+            c.add(key, f"`{key}.{k}` must be a string, a whole number, true/false or null")
+            return None
+    keys = [k for k in order if k in value] + sorted(k for k in value if k not in order)
+    return tuple((k, value[k]) for k in keys)
+
+
+def _id_list(value: Any, c: _Collector, key: str) -> tuple[str, ...] | None:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(
+        isinstance(v, str) and ID_RE.fullmatch(v) for v in value
+    ):
+        c.add("relations", f"`relations.{key}` must be a list of record ids")
+        return None
+    return tuple(sorted(set(value)))
+
+
+def _valid(value: Any, c: _Collector, key: str) -> Valid | None:
+    if value is None:
+        return Valid()
+    if not isinstance(value, dict) or set(value) - {"from", "until"}:
+        c.add(key, f"`{key}` must be a mapping with `from` and `until`")
+        return None
+    start = value.get("from", 0)
+    until = value.get("until")
+    if not _is_int(start) or start < 0:
+        c.add(key, f"`{key}.from` must be a run ordinal (a whole number >= 0)")
+        return None
+    if until is not None and (not _is_int(until) or until <= start):
+        c.add(key, f"`{key}.until` must be null or a run ordinal greater than `from`")
+        return None
+    return Valid(from_=start, until=until)
+
+
+def _trust(value: Any, c: _Collector) -> Trust | None:
+    if value is None:
+        return Trust()
+    if not isinstance(value, dict):
+        c.add("trust", "`trust` must be a mapping")
+        return None
+    unknown = sorted(set(value) - set(_TRUST_KEYS), key=str)
+    if unknown:
+        c.add("trust", f"unknown key `trust.{unknown[0]}`")
+        return None
+    source = value.get("source", "local")
+    if source not in SOURCES:
+        c.add("trust", f"`trust.source` must be one of {', '.join(SOURCES)}")
+        return None
+    counts = []
+    for name in ("confirmations", "contradictions"):
+        n = value.get(name, 0)
+        if not _is_int(n) or n < 0:
+            c.add("trust", f"`trust.{name}` must be a whole number >= 0")
+            return None
+        counts.append(n)
+    last = value.get("last_confirmed")
+    if last is not None and (not _is_int(last) or last < 0):
+        c.add("trust", "`trust.last_confirmed` must be null or a run ordinal")
+        return None
+    return Trust(source=source, confirmations=counts[0], contradictions=counts[1],
+                 last_confirmed=last)
+
+
+def _relations(value: Any, c: _Collector) -> Relations | None:
+    if value is None:
+        return Relations()
+    if not isinstance(value, dict):
+        c.add("relations", "`relations` must be a mapping")
+        return None
+    unknown = sorted(set(value) - set(_RELATION_KEYS), key=str)
+    if unknown:
+        c.add("relations", f"unknown key `relations.{unknown[0]}`")
+        return None
+    by = value.get("superseded_by")
+    if by is not None and not (isinstance(by, str) and ID_RE.fullmatch(by)):
+        c.add("relations", "`relations.superseded_by` must be null or a record id")
+        return None
+    lists = [_id_list(value.get(k), c, k) for k in ("supersedes", "cites", "contradicts")]
+    if any(x is None for x in lists):
+        return None
+    sup, cites, contra = (x or () for x in lists)
+    return Relations(supersedes=sup, superseded_by=by, cites=cites, contradicts=contra)
+
+
+def _history(value: Any, c: _Collector) -> tuple[HistoryEntry, ...] | None:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        c.add("history", "`history` must be a list of earlier versions")
+        return None
+    out = []
+    for i, item in enumerate(value):
+        if not isinstance(item, dict) or set(item) - {"valid", "title", "body"}:
+            c.add("history", f"`history[{i}]` must be a mapping of valid, title and body")
+            return None
+        valid = _valid(item.get("valid"), c, "history")
+        title, body = item.get("title"), item.get("body", "")
+        if not isinstance(title, str) or not title or not isinstance(body, str):
+            c.add("history", f"`history[{i}]` needs a string title (and a string body)")
+            return None
+        if valid is None:
+            return None
+        out.append(HistoryEntry(valid=valid, title=title, body=body))
+    return tuple(out)
+
+
+def record_from_mapping(
+    data: Any, body: str, *, path: str, front_matter: str, first_line: int = 2
+) -> Record:
+    """Validate front matter and build the record, or raise :class:`RecordError`."""
+    c = _Collector(path, front_matter, first_line)
+    if not isinstance(data, dict):
+        raise RecordError([Problem(path, first_line, "front matter must be a YAML mapping")])
+    for key in data:
+        if key not in TOP_KEYS:
+            c.add(str(key), f"unknown key `{key}`")
+    missing = [k for k in REQUIRED if data.get(k) in (None, "")]
+    for key in missing:
+        c.problems.append(Problem(path, first_line - 1, f"missing required key `{key}`"))
+    rid, kind, status = data.get("id"), data.get("kind"), data.get("status")
+    product, anchor, title = data.get("product"), data.get("anchor"), data.get("title")
+    if "id" not in missing and not (isinstance(rid, str) and ID_RE.fullmatch(rid)):
+        c.add("id", "`id` must be lowercase letters, digits and '-'")
+    if "kind" not in missing and kind not in KINDS:
+        c.add("kind", f"`kind` must be one of {', '.join(KINDS)}, not {kind!r}")
+    if "status" not in missing and status not in STATUSES:
+        c.add("status", f"`status` must be one of {', '.join(STATUSES)}, not {status!r}")
+    if "product" not in missing and not (
+        isinstance(product, str) and PRODUCT_RE.fullmatch(product)
+    ):
+        c.add("product", "`product` must be a name of letters, digits, '.', '_' or '-'")
+    if "anchor" not in missing and not (
+        isinstance(anchor, str) and ANCHOR_RE.fullmatch(anchor) and "\n" not in anchor
+    ):
+        c.add("anchor", f"`anchor` must look like type:value, not {anchor!r}")
+    if "title" not in missing and not (isinstance(title, str) and "\n" not in title):
+        c.add("title", "`title` must be a one-line string")
+    anchors_raw = data.get("anchors") or []
+    if not isinstance(anchors_raw, list) or not all(
+        isinstance(a, str) and ANCHOR_RE.fullmatch(a) and "\n" not in a for a in anchors_raw
+    ):
+        c.add("anchors", "`anchors` must be a list of type:value strings")
+        anchors_raw = []
+    scope = _pairs(data.get("scope"), c, "scope")
+    trust = _trust(data.get("trust"), c)
+    valid = _valid(data.get("valid"), c, "valid")
+    relations = _relations(data.get("relations"), c)
+    history = _history(data.get("history"), c)
+    evidence_raw = data.get("evidence") or []
+    evidence: list[Pairs] = []
+    if not isinstance(evidence_raw, list):
+        c.add("evidence", "`evidence` must be a list of mappings")
+    else:
+        for item in evidence_raw:
+            pairs = _pairs(item, c, "evidence", EVIDENCE_KEY_ORDER)
+            if pairs is None:
+                break
+            evidence.append(pairs)
+    if c.problems:
+        raise RecordError(c.problems)
+    assert isinstance(rid, str) and isinstance(kind, str) and isinstance(status, str)
+    assert isinstance(product, str) and isinstance(anchor, str) and isinstance(title, str)
+    assert scope is not None and trust is not None and valid is not None
+    assert relations is not None and history is not None
+    expected = record_id(kind, anchor, product, dict(scope))
+    if rid != expected:
+        c.add("id", f"id does not match its content (kind, anchor, product, scope): "
+                    f"expected {expected}")
+        raise RecordError(c.problems)
+    anchors = tuple(sorted({a for a in anchors_raw if a != anchor}))
+    return Record(
+        id=rid,
+        kind=kind,
+        status=status,
+        product=product,
+        anchor=anchor,
+        title=title,
+        scope=tuple(sorted(scope)),
+        anchors=anchors,
+        trust=trust,
+        valid=valid,
+        relations=relations,
+        evidence=tuple(evidence),
+        history=history,
+        body=body,
+    )
