@@ -7,6 +7,7 @@
   matching only some words follow (OR), ranked by how many words they match.
 * Score is BM25 with column weights title 10, anchors 5, body 1; ties break on id, then
   path, so equal inputs always give equal output.
+* Snippets mark matched words as ``«word»``.
 * Confidence (``docs/search.md``): ``reliable`` — every word matched and the record is
   active; ``candidate`` — every word matched in a record that is not active, or at least
   half the words matched; ``weak`` — fewer than half the words matched.

@@ -238,8 +238,8 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
             "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536;"
             "PRAGMA temp_store=MEMORY; PRAGMA locking_mode=EXCLUSIVE;"
         )
+        apply_migrations(conn)  # executescript: runs outside the load transaction
         conn.execute("BEGIN")
-        apply_migrations(conn)
         total = len(files)
         done = 0
         fingerprint = 0
@@ -265,7 +265,9 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
         conn.executemany(_INSERT_POLICY, prows)
         conn.executemany(_INSERT_PROBLEM, pproblems)
         conn.execute("INSERT INTO records_fts(records_fts) VALUES('rebuild')")
-        conn.executescript(POST_LOAD)
+        for statement in POST_LOAD.split(";"):
+            if statement.strip():
+                conn.execute(statement)
         _write_meta(conn, {
             "schema_version": str(SCHEMA_VERSION),
             "tokenizer": TOKENIZER,

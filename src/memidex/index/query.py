@@ -92,7 +92,7 @@ def _hits(conn: sqlite3.Connection, expr: str, where: str, params: list[Any], li
           exclude: set[int]) -> list[tuple[Any, ...]]:
     sql = (
         f"SELECT r.rowid, r.id, r.kind, r.status, r.title, r.path, r.anchors, r.product,"
-        f" -{_BM25} AS score, snippet(records_fts, -1, '**', '**', '…', 16)"
+        f" -{_BM25} AS score, snippet(records_fts, -1, '«', '»', '…', 16)"
         f" FROM records_fts JOIN records r ON r.rowid = records_fts.rowid"
         f" WHERE records_fts MATCH ?{where}"
         f" ORDER BY {_BM25}, r.id, r.path LIMIT ?"

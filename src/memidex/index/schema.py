@@ -65,11 +65,13 @@ CREATE TABLE anchors (
     PRIMARY KEY (anchor, record_rowid)
 ) WITHOUT ROWID;
 
+-- Key columns first: SQLite 3.40's quick_check misreports NOT NULL columns placed
+-- between the key columns of a WITHOUT ROWID table.
 CREATE TABLE edges (
     record_rowid INTEGER NOT NULL,    -- the record the relation is written in
-    src          TEXT NOT NULL,       -- its id
     rel          TEXT NOT NULL,       -- supersedes | superseded_by | cites | contradicts
     dst          TEXT NOT NULL,       -- the record id it names
+    src          TEXT NOT NULL,       -- the id of the record it is written in
     PRIMARY KEY (record_rowid, rel, dst)
 ) WITHOUT ROWID;
 

@@ -78,7 +78,18 @@ def load_front_matter(front: str, path: str, first_line: int = 2) -> Any:
         reason = f"YAML: {exc.problem or exc.context or 'cannot parse'}"
         raise RecordError([Problem(path, line, reason)]) from None
     except yaml.YAMLError as exc:
-        raise RecordError([Problem(path, first_line, f"YAML: {exc}")]) from None
+        raise RecordError([Problem(path, first_line, f"YAML: {one_line(exc)}")]) from None
+    except (ValueError, RecursionError) as exc:
+        # A scalar PyYAML resolves but cannot build (2024-13-45, a 5,000-digit int), or
+        # nesting too deep for the pure-Python loader: no mark, so the front matter line.
+        reason = f"YAML: cannot read a value: {one_line(exc)}"
+        raise RecordError([Problem(path, first_line, reason)]) from None
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception's message on one line (YAML errors quote the offending text)."""
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def parse_record(text: str, path: str) -> Record:

@@ -3,7 +3,8 @@
 The canonical front matter is one ``key: value`` line per top-level key, values in flow
 style (``{a: b}``, ``[a, b]``), strings plain when that is unambiguous and JSON-quoted
 otherwise, and list-of-mapping keys (``evidence``, ``history``) as block items
-``  - {…}``. :func:`fast_load` reads that subset and returns ``None`` for anything
+``  - {…}``. A mapping key longer than YAML's 1024-character implicit-key limit is written
+explicitly (``{? key: value}``). :func:`fast_load` reads that subset and returns ``None`` for anything
 else, so the caller falls back to PyYAML. A property test proves
 ``fast_load(text) == yaml.safe_load(text)`` on every text :func:`dump_value` can produce
 and on the hand-written variants around it.
@@ -29,6 +30,11 @@ _KEY_LINE = re.compile(r"([a-z_][a-z0-9_]*):(?: (.*))?")
 
 _STR_TAG = "tag:yaml.org,2002:str"
 _FAIL = object()
+# YAML forgets an implicit ("simple") key longer than 1024 characters: PyYAML and libyaml
+# then refuse the flow mapping. Longer keys are written explicitly, as ``? key: value``.
+_SIMPLE_KEY_MAX = 1000
+# Deeper flow nesting is left to PyYAML (which refuses it) rather than recursing here.
+_MAX_DEPTH = 64
 
 
 @lru_cache(maxsize=1)
@@ -77,10 +83,15 @@ def dump_scalar(value: Any) -> str:
     raise TypeError(f"cannot write {type(value).__name__} in a record")
 
 
+def _dump_key(key: Any) -> str:
+    text = dump_scalar(key)
+    return text if len(text) <= _SIMPLE_KEY_MAX else "? " + text
+
+
 def dump_value(value: Any) -> str:
     """Flow-style YAML for a scalar, a mapping (key order kept) or a list."""
     if isinstance(value, dict):
-        inner = ", ".join(f"{dump_scalar(k)}: {dump_value(v)}" for k, v in value.items())
+        inner = ", ".join(f"{_dump_key(k)}: {dump_value(v)}" for k, v in value.items())
         return "{" + inner + "}"
     if isinstance(value, list | tuple):
         return "[" + ", ".join(dump_value(v) for v in value) + "]"
@@ -98,7 +109,10 @@ def _plain(token: str) -> Any:
     if token == "false":
         return False
     if _INT.fullmatch(token):
-        return int(token)
+        try:
+            return int(token)
+        except ValueError:  # beyond Python's int digit limit: PyYAML reports it
+            return _FAIL
     if is_plain_str(token):
         return token
     return _FAIL
@@ -111,9 +125,9 @@ def _scan_plain(text: str, i: int, stops: str) -> int:
     return i
 
 
-def _flow(text: str, i: int) -> tuple[Any, int]:
+def _flow(text: str, i: int, depth: int = 0) -> tuple[Any, int]:
     """Parse one flow value starting at ``text[i]``; returns (value or _FAIL, next index)."""
-    if i >= len(text):
+    if i >= len(text) or depth > _MAX_DEPTH:
         return _FAIL, i
     c = text[i]
     if c == "{":
@@ -122,6 +136,10 @@ def _flow(text: str, i: int) -> tuple[Any, int]:
         if text.startswith("}", i):
             return out, i + 1
         while True:
+            explicit = text.startswith("? ", i)
+            if explicit:
+                i += 2
+            start = i
             if text.startswith('"', i):
                 m = _QUOTED.match(text, i)
                 if m is None:
@@ -138,7 +156,9 @@ def _flow(text: str, i: int) -> tuple[Any, int]:
                 i = j
             if not text.startswith(": ", i) or key in out:
                 return _FAIL, i
-            value, i = _flow(text, i + 2)
+            if not explicit and i - start > _SIMPLE_KEY_MAX:
+                return _FAIL, i
+            value, i = _flow(text, i + 2, depth + 1)
             if value is _FAIL:
                 return _FAIL, i
             out[key] = value
@@ -154,7 +174,7 @@ def _flow(text: str, i: int) -> tuple[Any, int]:
         if text.startswith("]", i):
             return items, i + 1
         while True:
-            value, i = _flow(text, i)
+            value, i = _flow(text, i, depth + 1)
             if value is _FAIL:
                 return _FAIL, i
             items.append(value)

@@ -1,0 +1,42 @@
+# The two commands a new machine needs: `make demo` and `make test`.
+# Both create .venv when it is missing and install memidex into it.
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.memidex-installed
+N      ?= 100000
+
+.PHONY: demo test lint bench docs clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	@touch $(STAMP)
+
+## demo: the main job on the bundled example knowledge (shop-web)
+demo: $(STAMP)
+	$(BIN)/memidex knowledge rebuild-index
+	$(BIN)/memidex doctor
+	$(BIN)/memidex knowledge search "place order disabled"
+	$(BIN)/memidex knowledge check
+
+## test: lint, type-check and the test suite
+test: $(STAMP) lint
+	$(BIN)/pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench scripts
+	$(BIN)/mypy
+
+## bench: the benchmark at N records (default 100000), raw limit measured in the same run
+bench: $(STAMP)
+	$(BIN)/python bench/run.py --n $(N)
+
+## docs: regenerate docs/cli.md from --help (a test checks it is current)
+docs: $(STAMP)
+	$(BIN)/python scripts/gen_cli_docs.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,179 @@
+"""rich rendering of each command's result for people (``--json`` bypasses this module)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from memidex.cli.render import console, err_console, escape
+
+if TYPE_CHECKING:
+    from memidex.app import CheckReport, SearchResult, ShownRecord
+
+T = TypeVar("T")
+
+_CONFIDENCE_STYLE = {"reliable": "green", "candidate": "yellow", "weak": "red"}
+
+
+def with_progress(label: str, work: Callable[[Callable[[int, int], None]], T],
+                  *, quiet: bool = False) -> T:
+    """Run ``work(progress_callback)`` under a progress bar on stderr (when it is a tty)."""
+    if quiet or not sys.stderr.isatty():
+        return work(lambda done, total: None)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    with Progress("[progress.description]{task.description}", BarColumn(),
+                  MofNCompleteColumn(), TimeElapsedColumn(), console=err_console(),
+                  transient=True) as bar:
+        task = bar.add_task(label, total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        return work(update)
+
+
+def rebuild(report: Any) -> None:
+    c = console()
+    c.print(f"indexed {report.records} records and {report.policies} policies in "
+            f"{report.seconds:.2f} s -> {escape(report.path)}")
+    if report.problems:
+        c.print(f"[yellow]{len(report.problems)} file problem(s) — the other records are "
+                "indexed:[/yellow]")
+        for p in report.problems[:20]:
+            c.print(f"  {escape(str(p))}")
+        if len(report.problems) > 20:
+            c.print(f"  … and {len(report.problems) - 20} more (memidex knowledge check)")
+
+
+def search(result: SearchResult) -> None:
+    c = console()
+    scope = result.product or "all products"
+    if not result.results:
+        c.print(f"no records match {escape(result.query)!r} in {escape(scope)} "
+                f"(level {result.level}).")
+        c.print("try fewer or other words, --status any, or --all-products.")
+        return
+    from rich.table import Table
+
+    table = Table(title=f"{escape(result.query)} — {escape(scope)} ({result.level})",
+                  show_lines=False, expand=False)
+    for col in ("#", "confidence", "score", "kind", "id / title"):
+        table.add_column(col, overflow="fold")
+    for i, h in enumerate(result.results, 1):
+        style = _CONFIDENCE_STYLE.get(h.confidence, "")
+        status = "" if h.status == "active" else f" [dim]({h.status})[/dim]"
+        table.add_row(str(i), f"[{style}]{h.confidence}[/{style}]", f"{h.score:.2f}", h.kind,
+                      f"[bold]{escape(h.title)}[/bold]{status}\n[dim]{escape(h.id)}[/dim]\n" +
+                      _marks(h.snippet))
+    c.print(table)
+    if result.note:
+        c.print(f"[yellow]note:[/yellow] {escape(result.note)}")
+
+
+def _marks(snippet: str) -> str:
+    """Render the «matched» words of a snippet in bold."""
+    return escape(snippet).replace("«", "[bold cyan]").replace("»", "[/bold cyan]")
+
+
+def show(shown: ShownRecord) -> None:
+    c = console()
+    r = shown.record
+    c.print(f"[bold]{escape(r.title)}[/bold]")
+    c.print(f"[dim]{escape(r.id)}  ({escape(shown.path)})[/dim]")
+    c.print(f"{r.kind} · {r.status} · {escape(r.product)}"
+            + (f" · scope {escape(json.dumps(dict(r.scope)))}" if r.scope else ""))
+    c.print(f"anchors: {escape(', '.join(r.all_anchors))}")
+    t = r.trust
+    c.print(f"trust: {t.source}, {t.confirmations} confirmation(s), {t.contradictions} "
+            f"contradiction(s), last confirmed at run {t.last_confirmed}")
+    until = "open" if r.valid.until is None else str(r.valid.until)
+    c.print(f"valid: runs {r.valid.from_} .. {until}")
+    rel = [f"{k} {v}" for k, v in r.relations.edges()]
+    if rel:
+        c.print(f"relations: {escape('; '.join(rel))}")
+    if r.body:
+        c.print()
+        c.print(escape(r.body))
+    if r.evidence:
+        c.print()
+        c.print("evidence:")
+        for e in r.evidence:
+            c.print("  " + escape(", ".join(f"{k}={v}" for k, v in e)))
+    if r.history:
+        c.print()
+        c.print("earlier versions:")
+        for h in r.history:
+            c.print(f"  runs {h.valid.from_}..{h.valid.until}: {escape(h.title)}")
+    if shown.duplicates:
+        c.print(f"[red]the same id is also in {escape(', '.join(shown.duplicates))}[/red]")
+
+
+def listing(rows: list[dict[str, Any]]) -> None:
+    c = console()
+    if not rows:
+        c.print("no records.")
+        return
+    from rich.table import Table
+
+    table = Table(show_lines=False)
+    for col in ("kind", "status", "id", "title"):
+        table.add_column(col, overflow="fold")
+    for row in rows:
+        table.add_row(row["kind"], row["status"], escape(row["id"]), escape(row["title"]))
+    c.print(table)
+    c.print(f"{len(rows)} record(s)")
+
+
+def check(report: CheckReport, fmt: str) -> None:
+    if fmt == "json":
+        from memidex.cli.render import print_json
+
+        print_json(report.as_dict())
+        return
+    out = sys.stdout
+    if fmt == "github":
+        for p in report.problems:
+            msg = p.reason.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+            out.write(f"::error file={p.path},line={max(p.line, 1)}::{msg}\n")
+        return
+    for p in report.problems:
+        out.write(f"{p}\n")
+    if report.ok:
+        out.write(f"ok: {report.records} records and {report.policies} policies are valid\n")
+
+
+def doctor(report: dict[str, Any]) -> None:
+    c = console()
+    ok = "[green]healthy[/green]" if report["healthy"] else "[red]unhealthy[/red]"
+    c.print(f"memidex doctor: {ok}")
+    c.print(f"search level: [bold]{report['level']}[/bold]")
+    for name, state in report["levels"].items():
+        c.print(f"  {name:<13} {escape(str(state))}")
+    idx = report["index"]
+    c.print(f"index: {escape(idx['path'])}")
+    if idx.get("ok"):
+        c.print(f"  quick_check ok, schema {idx['schema_version']}, {idx['records']} records, "
+                f"{idx['policies']} policies")
+        ref = idx.get("refreshed") or {}
+        c.print(f"  staleness: {escape(idx['staleness'])}; this run refreshed "
+                f"{ref.get('added', 0)} added, {ref.get('changed', 0)} changed, "
+                f"{ref.get('deleted', 0)} deleted")
+    else:
+        why = idx.get("reason") or idx.get("quick_check")
+        c.print(f"  [red]unavailable[/red]: {escape(str(why))}")
+        c.print("  run `memidex knowledge rebuild-index`")
+    recs = report["records"]
+    c.print(f"records: {recs['count']}, {len(recs['errors'])} error(s)")
+    for e in recs["errors"][:20]:
+        c.print(f"  [red]{escape(e['path'])}:{e['line']}[/red]: {escape(e['reason'])}")
+    lease = report["lease"]
+    c.print(f"lease: {escape(json.dumps(lease, sort_keys=True))}")
+    y = report["yaml"]
+    c.print(f"yaml: {y['loader']}" + (f" — [yellow]{escape(y['note'])}[/yellow]"
+                                      if y["note"] else ""))
+    cfg = report["config"]
+    c.print(f"config: root {escape(str(cfg['root']))}, product {cfg['product']!r}, "
+            f"file {escape(str(cfg['config_file']))}")
