@@ -9,8 +9,8 @@
   path, so equal inputs always give equal output.
 * Snippets mark matched words as ``«word»``.
 * Confidence (``docs/search.md``): ``reliable`` — every word matched and the record is
-  active; ``candidate`` — every word matched in a record that is not active, or at least
-  half the words matched; ``weak`` — fewer than half the words matched.
+  active and not an ``unknown`` (an open question); ``candidate`` — every word matched in
+  any other record, or at least half the words matched; ``weak`` — fewer than half.
 """
 
 from __future__ import annotations
@@ -99,9 +99,9 @@ def fts_expression(terms: list[str], op: str = "AND") -> str:
     return f" {op} ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 
-def confidence(matched: int, terms: int, status: str) -> str:
+def confidence(matched: int, terms: int, status: str, kind: str = "fact") -> str:
     if terms and matched >= terms:
-        return "reliable" if status == "active" else "candidate"
+        return "reliable" if status == "active" and kind != "unknown" else "candidate"
     if terms and matched * 2 >= terms:
         return "candidate"
     return "weak"

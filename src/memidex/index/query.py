@@ -131,7 +131,7 @@ def search(db: IndexDB, q: SearchQuery) -> list[SearchHit]:
     hits = [
         SearchHit(
             id=row[1], kind=row[2], status=row[3], title=row[4], score=round(row[8], 6),
-            confidence=confidence(matched[row[0]], len(terms), row[3]),
+            confidence=confidence(matched[row[0]], len(terms), row[3], row[2]),
             snippet=row[9], path=row[5], anchors=tuple(row[6].split(" ")), product=row[7],
             matched=matched[row[0]], terms=len(terms),
         )

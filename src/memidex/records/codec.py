@@ -17,7 +17,13 @@ from typing import Any
 from memidex.errors import Problem, RecordError
 from memidex.records.model import Pairs, Record
 from memidex.records.validate import record_from_mapping
-from memidex.records.yamlfast import dump_scalar, dump_value, fast_load, yaml_loader
+from memidex.records.yamlfast import (
+    dump_scalar,
+    dump_value,
+    fast_load,
+    one_line,
+    yaml_loader,
+)
 
 __all__ = [
     "HASH_TAG",
@@ -84,12 +90,6 @@ def load_front_matter(front: str, path: str, first_line: int = 2) -> Any:
         # nesting too deep for the pure-Python loader: no mark, so the front matter line.
         reason = f"YAML: cannot read a value: {one_line(exc)}"
         raise RecordError([Problem(path, first_line, reason)]) from None
-
-
-def one_line(exc: BaseException) -> str:
-    """An exception's message on one line (YAML errors quote the offending text)."""
-    text = " ".join(str(exc).split())
-    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def parse_record(text: str, path: str) -> Record:

@@ -15,7 +15,7 @@ from typing import Any
 from memidex.errors import Problem, RecordError
 from memidex.records.ids import ID_RE
 from memidex.records.model import SEVERITIES, Policy
-from memidex.records.yamlfast import yaml_loader
+from memidex.records.yamlfast import one_line, yaml_loader
 
 __all__ = ["parse_policies"]
 
@@ -90,11 +90,21 @@ def parse_policies(data: bytes, path: str) -> list[Policy]:
         line = mark.line + 1 if mark is not None else 1
         raise RecordError([Problem(path, line, f"YAML: {exc.problem or 'cannot parse'}")]) from None
     except yaml.YAMLError as exc:
-        raise RecordError([Problem(path, 1, f"YAML: {exc}")]) from None
+        raise RecordError([Problem(path, 1, f"YAML: {one_line(exc)}")]) from None
+    except (ValueError, RecursionError) as exc:  # 2024-13-45, a 5,000-digit int, deep nesting
+        reason = f"YAML: cannot read a value: {one_line(exc)}"
+        raise RecordError([Problem(path, 1, reason)]) from None
     if loaded is None:
         return []
     items = loaded if isinstance(loaded, list) else [loaded]
     lines = _node_lines(text)
-    return [
-        _one(item, path, lines[i] if i < len(lines) else 1) for i, item in enumerate(items)
-    ]
+    policies: list[Policy] = []
+    problems: list[Problem] = []
+    for i, item in enumerate(items):
+        try:
+            policies.append(_one(item, path, lines[i] if i < len(lines) else 1))
+        except RecordError as exc:
+            problems += exc.problems
+    if problems:
+        raise RecordError(problems)
+    return policies

@@ -66,6 +66,14 @@ class _Collector:
         self.problems.append(Problem(self.path, key_line(self.fm, key, self.first_line), reason))
 
 
+def _show(value: Any, *, bare: bool = False) -> str:
+    """``value`` for a one-line reason: its repr (or, ``bare``, a printable string as is)."""
+    if bare and isinstance(value, str) and value.isprintable() and len(value) <= 80:
+        return value
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -200,7 +208,7 @@ def record_from_mapping(
         raise RecordError([Problem(path, first_line, "front matter must be a YAML mapping")])
     for key in data:
         if key not in TOP_KEYS:
-            c.add(str(key), f"unknown key `{key}`")
+            c.add(str(key), f"unknown key `{_show(key, bare=True)}`")
     missing = [k for k in REQUIRED if data.get(k) in (None, "")]
     for key in missing:
         c.problems.append(Problem(path, first_line - 1, f"missing required key `{key}`"))
@@ -208,18 +216,19 @@ def record_from_mapping(
     product, anchor, title = data.get("product"), data.get("anchor"), data.get("title")
     if "id" not in missing and not (isinstance(rid, str) and ID_RE.fullmatch(rid)):
         c.add("id", "`id` must be lowercase letters, digits and '-'")
-    if "kind" not in missing and kind not in KINDS:
-        c.add("kind", f"`kind` must be one of {', '.join(KINDS)}, not {kind!r}")
+    kind_ok = kind in KINDS
+    if "kind" not in missing and not kind_ok:
+        c.add("kind", f"`kind` must be one of {', '.join(KINDS)}, not {_show(kind)}")
     if "status" not in missing and status not in STATUSES:
-        c.add("status", f"`status` must be one of {', '.join(STATUSES)}, not {status!r}")
-    if "product" not in missing and not (
-        isinstance(product, str) and PRODUCT_RE.fullmatch(product)
-    ):
+        c.add("status", f"`status` must be one of {', '.join(STATUSES)}, not {_show(status)}")
+    product_ok = isinstance(product, str) and PRODUCT_RE.fullmatch(product) is not None
+    if "product" not in missing and not product_ok:
         c.add("product", "`product` must be a name of letters, digits, '.', '_' or '-'")
-    if "anchor" not in missing and not (
-        isinstance(anchor, str) and ANCHOR_RE.fullmatch(anchor) and "\n" not in anchor
-    ):
-        c.add("anchor", f"`anchor` must look like type:value, not {anchor!r}")
+    anchor_ok = (
+        isinstance(anchor, str) and ANCHOR_RE.fullmatch(anchor) is not None and "\n" not in anchor
+    )
+    if "anchor" not in missing and not anchor_ok:
+        c.add("anchor", f"`anchor` must look like type:value, not {_show(anchor)}")
     if "title" not in missing and not (isinstance(title, str) and "\n" not in title):
         c.add("title", "`title` must be a one-line string")
     anchors_raw = data.get("anchors") or []
@@ -243,17 +252,27 @@ def record_from_mapping(
             if pairs is None:
                 break
             evidence.append(pairs)
+    # The id is checked whenever what it is derived from is valid, so a file with other
+    # problems still learns its expected id in the same report.
+    if (
+        isinstance(rid, str)
+        and ID_RE.fullmatch(rid)
+        and kind_ok
+        and anchor_ok
+        and product_ok
+        and scope is not None
+    ):
+        assert isinstance(kind, str) and isinstance(anchor, str) and isinstance(product, str)
+        expected = record_id(kind, anchor, product, dict(scope))
+        if rid != expected:
+            c.add("id", "id does not match its content (kind, anchor, product, scope): "
+                        f"expected {expected}")
     if c.problems:
         raise RecordError(c.problems)
     assert isinstance(rid, str) and isinstance(kind, str) and isinstance(status, str)
     assert isinstance(product, str) and isinstance(anchor, str) and isinstance(title, str)
     assert scope is not None and trust is not None and valid is not None
     assert relations is not None and history is not None
-    expected = record_id(kind, anchor, product, dict(scope))
-    if rid != expected:
-        c.add("id", f"id does not match its content (kind, anchor, product, scope): "
-                    f"expected {expected}")
-        raise RecordError(c.problems)
     anchors = tuple(sorted({a for a in anchors_raw if a != anchor}))
     return Record(
         id=rid,

@@ -3,9 +3,9 @@
 The canonical front matter is one ``key: value`` line per top-level key, values in flow
 style (``{a: b}``, ``[a, b]``), strings plain when that is unambiguous and JSON-quoted
 otherwise, and list-of-mapping keys (``evidence``, ``history``) as block items
-``  - {…}``. A mapping key longer than YAML's 1024-character implicit-key limit is written
-explicitly (``{? key: value}``). :func:`fast_load` reads that subset and returns ``None`` for anything
-else, so the caller falls back to PyYAML. A property test proves
+``  - {…}``. A mapping key longer than YAML's 1024-character implicit-key limit is
+written explicitly (``{? key: value}``). :func:`fast_load` reads that subset and returns
+``None`` for anything else, so the caller falls back to PyYAML. A property test proves
 ``fast_load(text) == yaml.safe_load(text)`` on every text :func:`dump_value` can produce
 and on the hand-written variants around it.
 """
@@ -17,7 +17,14 @@ import re
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["dump_scalar", "dump_value", "fast_load", "is_plain_str", "yaml_loader"]
+__all__ = [
+    "dump_scalar",
+    "dump_value",
+    "fast_load",
+    "is_plain_str",
+    "one_line",
+    "yaml_loader",
+]
 
 _PLAIN_SHAPE = re.compile(r"[A-Za-z0-9_/(][A-Za-z0-9 _/.:@()+'-]*")
 _INT = re.compile(r"0|-?[1-9][0-9]*")
@@ -49,6 +56,12 @@ def yaml_loader() -> Any:
     import yaml
 
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def one_line(exc: BaseException) -> str:
+    """An error message on one line, short enough for a ``path:line: reason`` report."""
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 @lru_cache(maxsize=65536)

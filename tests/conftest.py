@@ -1,0 +1,84 @@
+"""Shared fixtures: an isolated HOME and environment, and real git repositories in temp dirs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memidex.records.codec import dump_record
+from memidex.records.ids import record_id
+from memidex.records.model import Record, Trust, Valid
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _isolate(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+             ) -> Iterator[None]:
+    """No test reads the developer's HOME or MEMIDEX_* variables."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    for key in list(os.environ):
+        if key.startswith("MEMIDEX_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "memidex tests")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "tests@memidex.invalid")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "memidex tests")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "tests@memidex.invalid")
+    yield
+
+
+def git(root: Path, *args: str) -> str:
+    out = subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True)
+    return out.stdout
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A fresh git repository with `memidex init` applied and product shop-web configured."""
+    from memidex.layout import init_repository
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q")
+    init_repository(root)
+    (root / "memidex.toml").write_text('product = "shop-web"\n', encoding="utf-8")
+    return root
+
+
+def make_record(kind: str = "fact", anchor: str = "el:button:place-order",
+                product: str = "shop-web", title: str = "Place order is disabled",
+                body: str = "The Place order button is disabled until terms are accepted.",
+                scope: dict[str, str] | None = None, anchors: tuple[str, ...] = (),
+                status: str = "active", trust: Trust | None = None,
+                valid: Valid | None = None) -> Record:
+    scope = scope or {}
+    rid = record_id(kind, anchor, product, scope)
+    return Record(id=rid, kind=kind, status=status, product=product, anchor=anchor,
+                  title=title, scope=tuple(sorted(scope.items())), anchors=tuple(sorted(anchors)),
+                  trust=trust or Trust(), valid=valid or Valid(), body=body)
+
+
+def write_record(root: Path, record: Record) -> Path:
+    """Write a record file the way a person would (plain file write, no memidex)."""
+    path = root / "agent-qa-knowledge/memory/records" / record.kind / f"{record.id}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(dump_record(record), encoding="utf-8")
+    return path
+
+
+def run_cli(root: Path, *args: str, input: str | None = None,
+            check: bool = False) -> subprocess.CompletedProcess[str]:
+    """Run the real `memidex` command in a subprocess."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMIDEX_")}
+    out = subprocess.run([sys.executable, "-m", "memidex", "--root", str(root), *args],
+                         cwd=root, capture_output=True, text=True, input=input, env=env,
+                         check=False)
+    if check and out.returncode != 0:
+        raise AssertionError(f"memidex {' '.join(args)} -> {out.returncode}\n{out.stderr}")
+    return out

@@ -1,0 +1,299 @@
+"""The derived index: rebuild determinism, incremental refresh == rebuild, safe swapping."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import make_record, write_record
+from memidex.app import Memidex
+from memidex.index.build import rebuild, refresh
+from memidex.index.db import IndexDB
+from memidex.layout import init_repository
+from memidex.records.model import Relations
+
+POLICY = "id: {pid}\nrule: {rule}\napplies_to: {{products: [shop-web]}}\nseverity: must\n"
+
+
+def _dump(root: Path) -> dict[str, object]:
+    m = Memidex(root)
+    db = IndexDB.open(m.config.index_path)
+    try:
+        return db.dump()
+    finally:
+        db.close()
+
+
+def test_rebuild_twice_gives_identical_contents(repo: Path) -> None:
+    for i in range(30):
+        write_record(repo, make_record(anchor=f"el:button:b{i}", title=f"Button {i} works",
+                                       anchors=("page:/checkout",)))
+    m = Memidex(repo)
+    m.rebuild_index()
+    first = _dump(repo)
+    m.rebuild_index(jobs=1)
+    assert _dump(repo) == first
+    assert first["meta"]["schema_version"] == "1"  # type: ignore[index]
+    assert len(first["records"]) == 30  # type: ignore[arg-type]
+
+
+def test_parallel_rebuild_equals_serial(repo: Path, monkeypatch: object) -> None:
+    import memidex.index.build as build
+
+    for i in range(60):
+        write_record(repo, make_record(anchor=f"el:link:l{i}", title=f"Link {i}"))
+    (repo / "agent-qa-knowledge/memory/records/fact/broken.md").write_text("---\nid: [\n---\n")
+    m = Memidex(repo)
+    m.rebuild_index(jobs=1)
+    serial = _dump(repo)
+    old = build.PARALLEL_MIN_FILES
+    build.PARALLEL_MIN_FILES = 1
+    try:
+        m.rebuild_index(jobs=2)
+    finally:
+        build.PARALLEL_MIN_FILES = old
+    assert _dump(repo) == serial
+
+
+def test_bad_file_is_reported_not_fatal_and_never_modified(repo: Path) -> None:
+    write_record(repo, make_record())
+    bad = repo / "agent-qa-knowledge/memory/records/fact/bad.md"
+    content = b"---\nid: x\nkind: fact\ntitle: [unclosed\n---\nbody\n"
+    bad.write_bytes(content)
+    report = Memidex(repo).rebuild_index()
+    assert report.records == 1
+    assert [p.path for p in report.problems] == ["agent-qa-knowledge/memory/records/fact/bad.md"]
+    assert report.problems[0].line == 5
+    assert bad.read_bytes() == content
+
+
+def test_edit_on_disk_is_seen_by_next_search(repo: Path) -> None:
+    rec = make_record(title="Place order is disabled", body="until the terms are accepted")
+    path = write_record(repo, rec)
+    m = Memidex(repo)
+    m.rebuild_index()
+    assert m.search("zebra").results == []
+    text = path.read_text().replace("until the terms are accepted", "zebra stripes appear")
+    path.write_text(text)
+    m2 = Memidex(repo)
+    hits = m2.search("zebra").results
+    assert [h.id for h in hits] == [rec.id]
+    assert m2.last_refresh.changed == [str(path.relative_to(repo))]
+
+
+def test_delete_and_add_are_seen(repo: Path) -> None:
+    a = make_record(anchor="el:a:one", title="alpha one")
+    pa = write_record(repo, a)
+    Memidex(repo).rebuild_index()
+    pa.unlink()
+    b = make_record(anchor="el:b:two", title="alpha two")
+    write_record(repo, b)
+    m = Memidex(repo)
+    assert [h.id for h in m.search("alpha").results] == [b.id]
+    assert len(m.last_refresh.deleted) == 1 and len(m.last_refresh.added) == 1
+
+
+def test_stat_fast_path_skips_unchanged_old_files(repo: Path) -> None:
+    path = write_record(repo, make_record())
+    old = 1_600_000_000
+    os.utime(path, (old, old))
+    m = Memidex(repo)
+    m.rebuild_index()
+    m2 = Memidex(repo)
+    m2.search("place")
+    assert m2.last_refresh.touched == 0
+    # same mtime but a different size is still noticed
+    path.write_text(path.read_text() + "More words.\n")
+    os.utime(path, (old, old))
+    m3 = Memidex(repo)
+    m3.search("place")
+    assert m3.last_refresh.changed
+
+
+def test_missing_index_means_bundle_scan(repo: Path) -> None:
+    rec = make_record()
+    write_record(repo, rec)
+    m = Memidex(repo)
+    result = m.search("place order")
+    assert result.level == "bundle-scan"
+    assert [h.id for h in result.results] == [rec.id]
+    assert m.doctor()["level"] == "bundle-scan"
+
+
+def test_garbage_index_means_bundle_scan_and_rebuild_recovers(repo: Path) -> None:
+    rec = make_record()
+    write_record(repo, rec)
+    m = Memidex(repo)
+    m.rebuild_index()
+    index = m.config.index_path
+    index.write_bytes(b"this is not a database" * 100)
+    m = Memidex(repo)
+    result = m.search("place")
+    assert result.level == "bundle-scan" and result.results[0].id == rec.id
+    m.rebuild_index()
+    assert Memidex(repo).search("place").level == "lexical-only"
+
+
+def test_truncated_index_and_stale_journal(repo: Path) -> None:
+    write_record(repo, make_record())
+    m = Memidex(repo)
+    m.rebuild_index()
+    index = m.config.index_path
+    data = index.read_bytes()
+    index.write_bytes(data[: len(data) // 3])
+    Path(f"{index}-journal").write_bytes(b"\xd9\xd5\x05\xf9\x20\xa1\x63\xd7" + b"\0" * 500)
+    m = Memidex(repo)
+    assert m.search("place").results  # answers either way, never "malformed"
+    m.rebuild_index()
+    assert not Path(f"{index}-journal").exists()
+    db = IndexDB.open(index, write=True)  # FTS5's integrity-check needs a writable handle
+    assert db.integrity_check() == "ok"
+    db.close()
+
+
+def test_reader_keeps_old_file_during_swap(repo: Path) -> None:
+    write_record(repo, make_record(title="first version"))
+    m = Memidex(repo)
+    m.rebuild_index()
+    reader = IndexDB.open(m.config.index_path)
+    write_record(repo, make_record(anchor="el:x:y", title="second record"))
+    Memidex(repo).rebuild_index()
+    assert reader.swapped()
+    # the old handle still reads a complete, consistent index
+    assert reader.counts()["records"] == 1
+    reader.close()
+    assert IndexDB.open(m.config.index_path).counts()["records"] == 2
+
+
+def test_refresh_on_swapped_file_refuses_to_write(repo: Path) -> None:
+    write_record(repo, make_record())
+    m = Memidex(repo)
+    m.rebuild_index()
+    db = IndexDB.open(m.config.index_path, write=True)
+    Memidex(repo).rebuild_index()
+    write_record(repo, make_record(anchor="el:new:one"))
+    from memidex.index.db import IndexSwapped
+
+    try:
+        refresh(m.store, db)
+    except IndexSwapped:
+        pass
+    else:
+        raise AssertionError("a refresh wrote into a file that was swapped out")
+    finally:
+        db.close()
+    assert not Path(f"{m.config.index_path}-journal").exists()
+
+
+# --- the property: incremental refresh leaves the same index as a full rebuild ----------
+
+ANCHORS = ["el:button:place-order", "page:/checkout", "el:input:card", "test:login", "api:x"]
+WORDS = ["place", "order", "disabled", "terms", "flaky", "timeout", "card", "login", "zebra"]
+
+op = st.one_of(
+    st.tuples(st.just("write"), st.integers(0, 5), st.sampled_from(ANCHORS),
+              st.lists(st.sampled_from(WORDS), min_size=1, max_size=6),
+              st.sampled_from(["active", "candidate", "quarantined"]),
+              st.booleans()),
+    st.tuples(st.just("delete"), st.integers(0, 5)),
+    st.tuples(st.just("corrupt"), st.integers(0, 5)),
+    st.tuples(st.just("policy"), st.integers(0, 2), st.sampled_from(WORDS)),
+    st.tuples(st.just("unpolicy"), st.integers(0, 2)),
+    st.tuples(st.just("badpolicy"), st.integers(0, 2)),
+)
+
+
+def _apply(root: Path, step: tuple[object, ...], paths: dict[int, Path]) -> None:
+    kind = step[0]
+    records = root / "agent-qa-knowledge/memory/records/fact"
+    policies = root / "policies"
+    if kind == "write":
+        _, slot, anchor, words, status, cites = step
+        assert isinstance(slot, int) and isinstance(anchor, str) and isinstance(words, list)
+        rec = make_record(anchor=f"{anchor}-{slot}", title=" ".join(words[:3]),
+                          body=" ".join(words), status=str(status), anchors=(str(anchor),))
+        if cites:
+            from dataclasses import replace
+
+            rec = replace(rec, relations=Relations(cites=("fact-missing-0000000000000000",)))
+        old = paths.get(slot)
+        if old is not None and old.exists() and old.name != f"{rec.id}.md":
+            old.unlink()
+        paths[slot] = write_record(root, rec)
+    elif kind == "delete":
+        p = paths.get(step[1])  # type: ignore[arg-type]
+        if p is not None and p.exists():
+            p.unlink()
+    elif kind == "corrupt":
+        target = records / f"corrupt-{step[1]}.md"
+        target.write_text("---\nid: nope\n---\n" if target.exists() else "no front matter\n")
+    elif kind == "policy":
+        (policies / f"p{step[1]}.yaml").write_text(POLICY.format(pid=f"p{step[1]}",
+                                                                 rule=f"rule {step[2]}"))
+    elif kind == "unpolicy":
+        (policies / f"p{step[1]}.yaml").unlink(missing_ok=True)
+    elif kind == "badpolicy":
+        (policies / f"p{step[1]}.yaml").write_text("id: [\n")
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.lists(op, min_size=1, max_size=12))
+def test_incremental_refresh_equals_full_rebuild(steps: list[tuple[object, ...]]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        init_repository(root)
+        (root / "memidex.toml").write_text('product = "shop-web"\n')
+        m = Memidex(root)
+        rebuild(m.store, m.config.index_path, jobs=1)
+        paths: dict[int, Path] = {}
+        for step in steps:
+            _apply(root, step, paths)
+            db = IndexDB.open(m.config.index_path, write=True)
+            refresh(m.store, db)
+            incremental = db.dump()
+            assert db.integrity_check() == "ok"
+            db.close()
+            fresh = root / "fresh.sqlite"
+            rebuild(m.store, fresh, jobs=1)
+            db2 = IndexDB.open(fresh)
+            full = db2.dump()
+            db2.close()
+            fresh.unlink()
+            assert incremental == full
+
+
+def test_concurrent_readers_refresh_without_damage(repo: Path) -> None:
+    import multiprocessing
+
+    for i in range(20):
+        write_record(repo, make_record(anchor=f"el:a:{i}", title=f"alpha {i}"))
+    Memidex(repo).rebuild_index()
+    for i in range(20, 40):
+        write_record(repo, make_record(anchor=f"el:a:{i}", title=f"alpha {i}"))
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(4) as pool:
+        counts = pool.map(_count_alpha, [str(repo)] * 8)
+    assert counts == [10] * 8
+    db = IndexDB.open(Memidex(repo).config.index_path, write=True)
+    assert db.counts()["records"] == 40
+    assert db.integrity_check() == "ok"
+    db.close()
+
+
+def _count_alpha(root: str) -> int:
+    return len(Memidex(Path(root)).search("alpha", limit=10).results)
+
+
+def test_index_file_is_not_a_wal_database(repo: Path) -> None:
+    write_record(repo, make_record())
+    m = Memidex(repo)
+    m.rebuild_index()
+    conn = sqlite3.connect(m.config.index_path)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    conn.close()
