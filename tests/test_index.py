@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import subprocess
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import make_record, write_record
+from conftest import git, make_record, write_record
 from memidex.app import Memidex
 from memidex.index.build import rebuild, refresh
 from memidex.index.db import IndexDB
@@ -205,6 +207,9 @@ op = st.one_of(
     st.tuples(st.just("policy"), st.integers(0, 2), st.sampled_from(WORDS)),
     st.tuples(st.just("unpolicy"), st.integers(0, 2)),
     st.tuples(st.just("badpolicy"), st.integers(0, 2)),
+    st.tuples(st.just("commit")),
+    st.tuples(st.just("restore")),
+    st.tuples(st.just("append"), st.integers(0, 5)),
 )
 
 
@@ -239,14 +244,31 @@ def _apply(root: Path, step: tuple[object, ...], paths: dict[int, Path]) -> None
         (policies / f"p{step[1]}.yaml").unlink(missing_ok=True)
     elif kind == "badpolicy":
         (policies / f"p{step[1]}.yaml").write_text("id: [\n")
+    elif kind == "commit" and (root / ".git").exists():
+        git(root, "add", "-A")
+        git(root, "commit", "-q", "--allow-empty", "-m", "step")
+    elif kind == "restore" and (root / ".git").exists():
+        # put every tracked file back as committed (files are rewritten by git)
+        if subprocess.run(["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=root,
+                          capture_output=True, check=False).returncode == 0:
+            git(root, "checkout", "-q", "--", ".")
+    elif kind == "append":
+        p = paths.get(step[1])  # type: ignore[arg-type]
+        if p is not None and p.exists():
+            with p.open("a") as f:  # an in-place edit: the folder's mtime does not move
+                f.write("Appended words about zebra.\n")
 
 
+@pytest.mark.parametrize("with_git", [False, True], ids=["stat", "git"])
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(st.lists(op, min_size=1, max_size=12))
-def test_incremental_refresh_equals_full_rebuild(steps: list[tuple[object, ...]]) -> None:
+@given(steps=st.lists(op, min_size=1, max_size=12))
+def test_incremental_refresh_equals_full_rebuild(with_git: bool,
+                                                 steps: list[tuple[object, ...]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
+        if with_git:
+            git(root, "init", "-q")
         init_repository(root)
         (root / "memidex.toml").write_text('product = "shop-web"\n')
         m = Memidex(root)
@@ -255,7 +277,8 @@ def test_incremental_refresh_equals_full_rebuild(steps: list[tuple[object, ...]]
         for step in steps:
             _apply(root, step, paths)
             db = IndexDB.open(m.config.index_path, write=True)
-            refresh(m.store, db)
+            report = refresh(m.store, db)
+            assert report.method == ("git" if with_git else "stat")
             incremental = db.dump()
             assert db.integrity_check() == "ok"
             db.close()
@@ -297,3 +320,77 @@ def test_index_file_is_not_a_wal_database(repo: Path) -> None:
     conn = sqlite3.connect(m.config.index_path)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
     conn.close()
+
+
+# --- the git fast path, made deterministic with old mtimes -------------------------------
+
+OLD = 1_600_000_000
+
+
+def _age(root: Path) -> None:
+    """Give every record, policy and folder an old mtime, so nothing is 'too recent'."""
+    for base in (root / "agent-qa-knowledge/memory/records", root / "policies"):
+        for p in [base, *base.rglob("*")]:
+            os.utime(p, (OLD, OLD))
+
+
+def _git_repo_with_records(repo: Path, n: int = 3) -> list[Path]:
+    paths = [write_record(repo, make_record(anchor=f"el:item:{i}", title=f"item {i}"))
+             for i in range(n)]
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "records")
+    _age(repo)
+    Memidex(repo).rebuild_index()
+    return paths
+
+
+def _refresh(repo: Path) -> object:
+    m = Memidex(repo)
+    m.index()
+    report = m.last_refresh
+    m.close()
+    return report
+
+
+def test_git_path_sees_an_in_place_edit_of_a_tracked_file(repo: Path) -> None:
+    paths = _git_repo_with_records(repo)
+    with paths[1].open("a") as f:
+        f.write("Quokka.\n")
+    os.utime(paths[1].parent, (OLD, OLD))  # the folder does not show it
+    report = _refresh(repo)
+    assert report.method == "git"  # type: ignore[attr-defined]
+    assert report.changed == [str(paths[1].relative_to(repo))]  # type: ignore[attr-defined]
+    assert [h.title for h in Memidex(repo).search("quokka").results] == ["item 1"]
+
+
+def test_git_path_sees_an_edit_that_was_committed_meanwhile(repo: Path) -> None:
+    paths = _git_repo_with_records(repo)
+    with paths[0].open("a") as f:
+        f.write("Wombat.\n")
+    git(repo, "commit", "-qam", "edit")
+    os.utime(paths[0], (OLD, OLD))
+    os.utime(paths[0].parent, (OLD, OLD))
+    report = _refresh(repo)
+    assert report.changed == [str(paths[0].relative_to(repo))]  # type: ignore[attr-defined]
+
+
+def test_git_path_sees_an_in_place_edit_of_an_untracked_file(repo: Path) -> None:
+    _git_repo_with_records(repo)
+    extra = write_record(repo, make_record(anchor="el:new:thing", title="new thing"))
+    Memidex(repo).index()
+    _age(repo)
+    Memidex(repo).rebuild_index()
+    with extra.open("a") as f:
+        f.write("Platypus.\n")
+    os.utime(extra.parent, (OLD, OLD))
+    report = _refresh(repo)
+    assert report.changed == [str(extra.relative_to(repo))]  # type: ignore[attr-defined]
+
+
+def test_git_path_with_nothing_changed_writes_nothing(repo: Path) -> None:
+    _git_repo_with_records(repo)
+    index = Memidex(repo).config.index_path
+    before = index.stat().st_mtime_ns, index.read_bytes()
+    report = _refresh(repo)
+    assert report.touched == 0  # type: ignore[attr-defined]
+    assert (index.stat().st_mtime_ns, index.read_bytes()) == before

@@ -111,7 +111,8 @@ def scan_search(records: Iterable[LoadedRecord], q: SearchQuery) -> list[SearchH
             continue
         out.append(SearchHit(
             id=r.id, kind=r.kind, status=r.status, title=r.title, score=round(score, 6),
-            confidence=confidence(matched, len(terms), r.status, r.kind), snippet=_snippet(r, terms),
+            confidence=confidence(matched, len(terms), r.status, r.kind),
+            snippet=_snippet(r, terms),
             path=d.lr.relpath, anchors=r.all_anchors, product=r.product, matched=matched,
             terms=len(terms),
         ))

@@ -13,7 +13,7 @@ import os
 import secrets
 import stat as stat_mod
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from memidex.config import Config
@@ -23,7 +23,8 @@ from memidex.records.ids import ID_RE
 from memidex.records.model import KINDS, Policy, Record
 from memidex.records.policy import parse_policies
 
-__all__ = ["FileStat", "LoadedRecord", "StagedFile", "Store", "fsync_dir", "swap_into_place"]
+__all__ = ["DirScan", "FileStat", "LoadedRecord", "StagedFile", "Store", "fsync_dir",
+           "swap_into_place"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +35,18 @@ class FileStat:
     size: int
     mtime_ns: int
     ino: int
+
+
+@dataclass
+class DirScan:
+    """What one folder holds right now."""
+
+    rel: str
+    mtime_ns: int = 0
+    missing: bool = False
+    files: list[FileStat] = field(default_factory=list)
+    subdirs: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,67 +116,115 @@ class Store:
             raise UnsafePathError(f"{relpath!r} leaves the repository")
         return self.root / relpath
 
+    def read_rel(self, relpath: str) -> bytes:
+        """The bytes of a root-relative file (the hot path: no pathlib)."""
+        if relpath.startswith("/") or "/../" in f"/{relpath}/":
+            raise UnsafePathError(f"{relpath!r} leaves the repository")
+        with open(os.path.join(self.root, relpath), "rb") as f:
+            return f.read()
+
     # --- reading -------------------------------------------------------------------
+
+    @property
+    def records_rel(self) -> str:
+        return self.rel(self.records_dir)
+
+    @property
+    def policies_rel(self) -> str:
+        return self.rel(self.policies_dir)
+
+    def scan_dir(self, rel: str) -> DirScan:
+        """One folder (not recursive): its record or policy files, sub-folders and mtime.
+
+        Folders under ``records/`` hold ``*.md`` records; the policies folder holds
+        ``*.yaml``/``*.yml``. Hidden entries are skipped; a symlink that leads outside the
+        records folder is a problem, never followed.
+        """
+        policies = rel == self.policies_rel
+        suffixes = (".yaml", ".yml") if policies else (".md",)
+        full = os.path.join(self.root, rel)
+        scan = DirScan(rel)
+        try:
+            scan.mtime_ns = os.stat(full).st_mtime_ns
+            entries = list(os.scandir(full))
+        except FileNotFoundError:
+            scan.missing = True
+            return scan
+        except OSError as exc:
+            scan.problems.append(Problem(rel, 0, f"cannot read folder: {exc.strerror}"))
+            return scan
+        base = None
+        for entry in entries:
+            name = entry.name
+            if name.startswith("."):
+                continue
+            child = f"{rel}/{name}"
+            try:
+                if entry.is_symlink():
+                    if base is None:
+                        base = os.path.realpath(self.records_dir) + os.sep
+                    if not os.path.realpath(entry.path).startswith(base):
+                        scan.problems.append(Problem(
+                            child, 0, "symlink points outside the records folder"))
+                        continue
+                if entry.is_dir():
+                    if not policies and not entry.is_symlink():
+                        scan.subdirs.append(child)
+                    continue
+                if not name.endswith(suffixes):
+                    continue
+                st = entry.stat()
+            except OSError as exc:
+                scan.problems.append(Problem(child, 0, f"cannot read: {exc.strerror}"))
+                continue
+            if stat_mod.S_ISREG(st.st_mode):
+                scan.files.append(FileStat(child, st.st_size, st.st_mtime_ns, st.st_ino))
+        return scan
+
+    def stat_file(self, relpath: str) -> FileStat | None:
+        """A single record or policy file's stat, or None if it is gone (or not one)."""
+        try:
+            st = os.stat(os.path.join(self.root, relpath))
+        except OSError:
+            return None
+        if not stat_mod.S_ISREG(st.st_mode):
+            return None
+        return FileStat(relpath, st.st_size, st.st_mtime_ns, st.st_ino)
+
+    def scan_all(self) -> tuple[list[FileStat], list[FileStat], list[Problem], dict[str, int]]:
+        """(record files, policy files, problems, every folder's mtime), paths sorted."""
+        records: list[FileStat] = []
+        problems: list[Problem] = []
+        dirs: dict[str, int] = {}
+        stack = [self.records_rel]
+        while stack:
+            scan = self.scan_dir(stack.pop())
+            if scan.missing:
+                continue
+            dirs[scan.rel] = scan.mtime_ns
+            records.extend(scan.files)
+            problems.extend(scan.problems)
+            stack.extend(scan.subdirs)
+        pscan = self.scan_dir(self.policies_rel)
+        if not pscan.missing:
+            dirs[pscan.rel] = pscan.mtime_ns
+        problems.extend(pscan.problems)
+        records.sort(key=lambda f: f.relpath)
+        pscan.files.sort(key=lambda f: f.relpath)
+        problems.sort(key=lambda p: (p.path, p.line, p.reason))
+        return records, pscan.files, problems, dirs
 
     def scan_records(self) -> tuple[list[FileStat], list[Problem]]:
         """Every ``*.md`` under ``records/`` (sorted), and symlinks that escape it."""
-        out: list[FileStat] = []
-        problems: list[Problem] = []
-        if not self.records_dir.is_dir():
-            return out, problems
-        base = self.records_dir.resolve()
-        stack = [self.records_dir]
-        while stack:
-            folder = stack.pop()
-            try:
-                entries = list(os.scandir(folder))
-            except OSError as exc:
-                problems.append(Problem(self.rel(folder), 0, f"cannot read folder: {exc}"))
-                continue
-            for entry in entries:
-                name = entry.name
-                if name.startswith("."):
-                    continue
-                path = Path(entry.path)
-                if entry.is_symlink():
-                    target = path.resolve()
-                    if not target.is_relative_to(base):
-                        problems.append(Problem(self.rel(path), 0,
-                                                "symlink points outside the records folder"))
-                        continue
-                if entry.is_dir():
-                    if not entry.is_symlink():
-                        stack.append(path)
-                    continue
-                if not name.endswith(".md"):
-                    continue
-                try:
-                    st = entry.stat()
-                except OSError as exc:
-                    problems.append(Problem(self.rel(path), 0, f"cannot read: {exc}"))
-                    continue
-                if not stat_mod.S_ISREG(st.st_mode):
-                    continue
-                out.append(FileStat(self.rel(path), st.st_size, st.st_mtime_ns, st.st_ino))
-        out.sort(key=lambda f: f.relpath)
-        return out, problems
+        records, _, problems, _ = self.scan_all()
+        return records, problems
 
     def scan_policies(self) -> list[FileStat]:
-        if not self.policies_dir.is_dir():
-            return []
-        out = []
-        for entry in os.scandir(self.policies_dir):
-            if entry.name.startswith(".") or not entry.name.endswith((".yaml", ".yml")):
-                continue
-            if entry.is_file():
-                st = entry.stat()
-                out.append(FileStat(self.rel(Path(entry.path)), st.st_size, st.st_mtime_ns,
-                                    st.st_ino))
-        out.sort(key=lambda f: f.relpath)
-        return out
+        scan = self.scan_dir(self.policies_rel)
+        return sorted(scan.files, key=lambda f: f.relpath)
 
     def read_bytes(self, relpath: str) -> bytes:
-        return self.abspath(relpath).read_bytes()
+        return self.read_rel(relpath)
 
     def load(self, fs: FileStat) -> LoadedRecord:
         """Parse one record file; :class:`RecordError` when it is bad (the file is untouched)."""

@@ -29,6 +29,7 @@ from memidex.index.db import (
 )
 from memidex.index.schema import POST_LOAD, SCHEMA_VERSION, TOKENIZER
 from memidex.records.model import Policy, Record
+from memidex.staleness import RACY_NS, Snapshot, Suspects, suspects, take_snapshot
 from memidex.store import FileStat, LoadedRecord, Store, swap_into_place
 
 __all__ = [
@@ -46,8 +47,6 @@ Progress = Callable[[int, int], None]
 
 PARALLEL_MIN_FILES = 4000
 CHUNK = 500
-RACY_NS = 2_000_000_000
-"""Files modified this close to the last scan are re-hashed even if their stat matches."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,8 +226,7 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
     """Build the whole index into a new file and swap it in atomically."""
     started = time.perf_counter()
     scan_ns = time.time_ns()
-    files, scan_problems = store.scan_records()
-    policy_files = store.scan_policies()
+    files, policy_files, scan_problems, dirs = store.scan_all()
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.build-{os.getpid()}-{secrets.token_hex(4)}")
     conn = sqlite3.connect(tmp, isolation_level=None)
@@ -274,7 +272,7 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
             "memidex_version": __version__,
             "fingerprint": xor_hex(fingerprint),
             "built_at": str(scan_ns),
-            "scan_ns": str(scan_ns),
+            "snapshot": _snapshot(store, dirs, scan_ns).to_json(),
             "knowledge_dir": store.config.knowledge_dir,
             "policies_dir": store.config.policies_dir,
         })
@@ -322,44 +320,154 @@ def _swap(new: Path, target: Path) -> None:
 # --- incremental ---------------------------------------------------------------------
 
 
-def _stored_files(conn: sqlite3.Connection) -> dict[str, tuple[str, int, int, int, str]]:
-    return {row[0]: (row[1], row[2], row[3], row[4], row[5])
-            for row in conn.execute("SELECT path, kind, size, mtime_ns, ino, sha256 FROM files")}
+def _snapshot(store: Store, dirs: dict[str, int], scan_ns: int,
+              suspects: Suspects | None = None) -> Snapshot:
+    tops = [store.records_rel, store.policies_rel]
+    if suspects is not None and suspects.method == "git":
+        snap = Snapshot(method="git", head=suspects.head, dirs=dirs)
+    else:
+        snap = take_snapshot(str(store.root), tops, dirs=dirs)
+    snap.scan_ns = scan_ns
+    return snap
 
 
-def detect_changes(store: Store, db: IndexDB) -> tuple[
-        list[FileStat], list[FileStat], list[str], list[Problem]]:
-    """(changed-or-added record files, changed-or-added policy files, deleted paths,
-    scan problems) compared with what the index was built from, by stat then hash."""
+_FILE_COLS = "SELECT path, kind, size, mtime_ns, ino, sha256 FROM files"
+Stored = dict[str, tuple[str, int, int, int, str]]
+
+
+def _stored_files(conn: sqlite3.Connection, prefix: str | None = None) -> Stored:
+    """Stored file rows, all of them or those under the folder ``prefix``."""
+    if prefix is None:
+        rows = conn.execute(_FILE_COLS)
+    else:
+        rows = conn.execute(_FILE_COLS + " WHERE path > ? AND path < ?",
+                            (prefix + "/", prefix + "/\U0010ffff"))
+    return {row[0]: (row[1], row[2], row[3], row[4], row[5]) for row in rows}
+
+
+def _stored_one(conn: sqlite3.Connection, path: str) -> Stored:
+    rows = conn.execute(_FILE_COLS + " WHERE path = ?", (path,))
+    return {row[0]: (row[1], row[2], row[3], row[4], row[5]) for row in rows}
+
+
+@dataclass
+class Changes:
+    """What differs from the index: files to (re)load, paths gone, scan problems."""
+
+    records: list[FileStat] = field(default_factory=list)
+    policies: list[FileStat] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    problem_dirs: list[str] = field(default_factory=list)  # folders whose scan problems are new
+    problems: list[Problem] = field(default_factory=list)
+    dirs: dict[str, int] = field(default_factory=dict)
+    suspects: Suspects | None = None
+    scan_ns: int = 0
+
+    @property
+    def empty(self) -> bool:
+        return not (self.records or self.policies or self.deleted or self.problem_dirs)
+
+
+def _compare(store: Store, stored: Stored, current: list[FileStat], racy_after: int,
+             policies_rel: str, out: Changes) -> None:
+    """Sort ``current`` files against ``stored`` rows: changed ones into ``out``."""
     from memidex.records.codec import content_hash
 
-    stored = _stored_files(db.conn)
-    scan_ns = int(db.meta().get("scan_ns", "0"))
-    records, scan_problems = store.scan_records()
-    policies = store.scan_policies()
-    changed_records: list[FileStat] = []
-    changed_policies: list[FileStat] = []
-    seen: set[str] = set()
-    for kind, files, out in (("record", records, changed_records),
-                             ("policy", policies, changed_policies)):
-        for fs in files:
-            seen.add(fs.relpath)
-            old = stored.get(fs.relpath)
-            if old is None or old[0] != kind:
-                out.append(fs)
-                continue
-            same_stat = (old[1], old[2], old[3]) == (fs.size, fs.mtime_ns, fs.ino)
-            if same_stat and fs.mtime_ns < scan_ns - RACY_NS:
-                continue
-            try:
-                sha = content_hash(store.read_bytes(fs.relpath))
-            except OSError:
-                out.append(fs)
-                continue
-            if sha != old[4] or not same_stat:
-                out.append(fs)
-    deleted = sorted(p for p in stored if p not in seen)
-    return changed_records, changed_policies, deleted, scan_problems
+    for fs in current:
+        kind = "policy" if fs.relpath.startswith(policies_rel + "/") else "record"
+        target = out.policies if kind == "policy" else out.records
+        old = stored.get(fs.relpath)
+        if old is None or old[0] != kind:
+            target.append(fs)
+            continue
+        same_stat = (old[1], old[2], old[3]) == (fs.size, fs.mtime_ns, fs.ino)
+        if same_stat and fs.mtime_ns < racy_after:
+            continue
+        try:
+            sha = content_hash(store.read_bytes(fs.relpath))
+        except OSError:
+            target.append(fs)
+            continue
+        if sha != old[4] or not same_stat:
+            target.append(fs)
+
+
+def detect_changes(store: Store, db: IndexDB) -> Changes:
+    """Compare the files with what the index was built from (git or stat, then hash)."""
+    meta = db.meta()
+    snap = Snapshot.from_json(meta.get("snapshot"))
+    out = Changes(scan_ns=time.time_ns())
+    racy_after = (snap.scan_ns if snap else 0) - RACY_NS
+    tops = [store.records_rel, store.policies_rel]
+    sus = suspects(str(store.root), tops, snap)
+    out.suspects = sus
+    conn = db.conn
+    if sus.full or snap is None:
+        records, policies, problems, dirs = store.scan_all()
+        stored = _stored_files(conn)
+        seen = {f.relpath for f in records} | {f.relpath for f in policies}
+        _compare(store, stored, [*records, *policies], racy_after, store.policies_rel, out)
+        out.deleted = sorted(p for p in stored if p not in seen)
+        out.problems = problems
+        out.problem_dirs = sorted(dirs) if _scan_problems_differ(conn, problems, None) else []
+        out.dirs = dirs
+        return out
+    dirs = dict(snap.dirs)
+    queue = list(sus.dirs)
+    scanned: set[str] = set()
+    while queue:
+        rel = queue.pop()
+        if rel in scanned:
+            continue
+        scanned.add(rel)
+        scan = store.scan_dir(rel)
+        stored = {p: v for p, v in _stored_files(conn, rel).items()
+                  if "/" not in p[len(rel) + 1:]}
+        if scan.missing:
+            dirs.pop(rel, None)
+            out.deleted.extend(stored)
+            queue.extend(d for d in dirs if d.startswith(rel + "/"))
+        else:
+            dirs[rel] = scan.mtime_ns
+            queue.extend(d for d in scan.subdirs if d not in scanned)
+            here = {f.relpath for f in scan.files}
+            out.deleted.extend(p for p in stored if p not in here)
+            _compare(store, stored, scan.files, racy_after, store.policies_rel, out)
+        if _scan_problems_differ(conn, scan.problems, rel):
+            out.problem_dirs.append(rel)
+            out.problems.extend(scan.problems)
+    policies_prefix = store.policies_rel + "/"
+    for path in sorted(sus.paths):
+        folder = path.rsplit("/", 1)[0]
+        if folder in scanned:
+            continue
+        is_policy = path.startswith(policies_prefix) and path.endswith((".yaml", ".yml"))
+        if not (is_policy or (path.startswith(store.records_rel + "/") and
+                              path.endswith(".md"))):
+            continue
+        if any(part.startswith(".") for part in path.split("/")):
+            continue
+        fs = store.stat_file(path)
+        stored = _stored_one(conn, path)
+        if fs is None:
+            out.deleted.extend(stored)
+        else:
+            _compare(store, stored, [fs], racy_after, store.policies_rel, out)
+    out.deleted = sorted(set(out.deleted))
+    out.dirs = dirs
+    return out
+
+
+def _scan_problems_differ(conn: sqlite3.Connection, problems: list[Problem],
+                          folder: str | None) -> bool:
+    """Do the folder-scan problems (line 0, no file row) differ from the stored ones?"""
+    rows = conn.execute(
+        "SELECT path, line, reason FROM problems WHERE line = 0 AND path NOT IN "
+        "(SELECT path FROM files)").fetchall()
+    if folder is not None:
+        rows = [r for r in rows if r[0].rsplit("/", 1)[0] == folder]
+        problems = [p for p in problems if p.path.rsplit("/", 1)[0] == folder]
+    return sorted(rows) != sorted((p.path, p.line, p.reason) for p in problems)
 
 
 def _delete_path(conn: sqlite3.Connection, path: str) -> int:
@@ -385,30 +493,37 @@ def _delete_path(conn: sqlite3.Connection, path: str) -> int:
 
 def refresh(store: Store, db: IndexDB) -> RefreshReport:
     """Bring the index up to date with the files, touching only what changed."""
-    report = RefreshReport()
-    changed_records, changed_policies, deleted, scan_problems = detect_changes(store, db)
-    stored_problem_paths = {p for (p,) in db.conn.execute(
-        "SELECT DISTINCT path FROM problems WHERE line = 0 AND path NOT IN "
-        "(SELECT path FROM files)")}
-    scan_problem_rows = sorted({(p.path, p.line, p.reason) for p in scan_problems})
-    scan_problem_paths = {p[0] for p in scan_problem_rows}
-    scan_changed = stored_problem_paths != scan_problem_paths
-    if not (changed_records or changed_policies or deleted or scan_changed):
-        return report
-    stored_paths = set(_stored_files(db.conn))
-    record_rows = [file_rows(store, fs) for fs in changed_records]
-    frows, prows, pproblems = _policy_rows(store, changed_policies)
+    changes = detect_changes(store, db)
+    sus = changes.suspects
+    report = RefreshReport(method=sus.method if sus else "stat")
     conn = db.conn
+    snapshot = _snapshot(store, changes.dirs, changes.scan_ns, sus)
+    if changes.empty:
+        old = Snapshot.from_json(db.meta().get("snapshot"))
+        if old is not None and (old.head, old.dirs, old.method) == (
+                snapshot.head, snapshot.dirs, snapshot.method) and \
+                not any(m >= old.scan_ns - RACY_NS for m in old.dirs.values()):
+            return report  # nothing changed and no folder is too recent to trust: no write
+        with db.begin_write():
+            _write_meta(conn, {"snapshot": snapshot.to_json()})
+        return report
+    stored_paths = {p for fs in (*changes.records, *changes.policies)
+                    for p in _stored_one(conn, fs.relpath)}
+    record_rows = [file_rows(store, fs) for fs in changes.records]
+    frows, prows, pproblems = _policy_rows(store, changes.policies)
     with db.begin_write():
         fp = int(db.meta().get("fingerprint", "0"), 16)
-        for path in deleted:
+        for path in changes.deleted:
             fp ^= _delete_path(conn, path)
-        for fs in (*changed_records, *changed_policies):
+        for fs in (*changes.records, *changes.policies):
             fp ^= _delete_path(conn, fs.relpath)
-        if scan_changed:
-            conn.execute("DELETE FROM problems WHERE line = 0 AND path NOT IN "
-                         "(SELECT path FROM files)")
-            conn.executemany(_INSERT_PROBLEM, scan_problem_rows)
+        for folder in changes.problem_dirs:
+            conn.execute(
+                "DELETE FROM problems WHERE line = 0 AND path > ? AND path < ? AND instr("
+                "substr(path, length(?) + 2), '/') = 0 AND path NOT IN (SELECT path FROM files)",
+                (folder + "/", folder + "/\U0010ffff", folder))
+        conn.executemany(_INSERT_PROBLEM, sorted({(p.path, p.line, p.reason)
+                                                  for p in changes.problems}))
         next_rowid = int(conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM records")
                          .fetchone()[0])
         _insert_file_rows(conn, record_rows, next_rowid, fts=True)
@@ -419,8 +534,8 @@ def refresh(store: Store, db: IndexDB) -> RefreshReport:
             fp ^= file_digest(fr.file[0], fr.file[5])
         for f in frows:
             fp ^= file_digest(f[0], f[5])
-        _write_meta(conn, {"fingerprint": xor_hex(fp), "scan_ns": str(time.time_ns())})
-    for fs in (*changed_records, *changed_policies):
+        _write_meta(conn, {"fingerprint": xor_hex(fp), "snapshot": snapshot.to_json()})
+    for fs in (*changes.records, *changes.policies):
         (report.changed if fs.relpath in stored_paths else report.added).append(fs.relpath)
-    report.deleted = deleted
+    report.deleted = changes.deleted
     return report

@@ -170,7 +170,7 @@ class IndexDB:
     def dump(self) -> dict[str, Any]:
         """The logical contents (no rowids, no build time) — what rebuilds must agree on."""
         c = self.conn
-        meta = {k: v for k, v in self.meta().items() if k not in ("built_at", "scan_ns")}
+        meta = {k: v for k, v in self.meta().items() if k not in ("built_at", "snapshot")}
         return {
             "meta": meta,
             "files": c.execute("SELECT * FROM files ORDER BY path").fetchall(),

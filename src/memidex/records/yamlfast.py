@@ -247,4 +247,6 @@ def fast_load(front_matter: str) -> dict[str, Any] | None:
         out[key] = value
     if current_list is not None and not current_list:
         return None
+    if not out:
+        return None  # an empty document is null in YAML, not an empty mapping
     return out

@@ -1,0 +1,347 @@
+"""The canonical YAML subset: what ``dump_value`` writes, PyYAML reads back, and
+``fast_load`` never reads anything differently from PyYAML (it may only decline)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memidex.records.yamlfast import dump_scalar, dump_value, fast_load, is_plain_str
+from strategies import YAML_SPECIALS, front_matter_dicts, tricky_text, yaml_values
+
+LOADERS = [yaml.CSafeLoader, yaml.SafeLoader]
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal with the same types throughout (``1 == True`` and ``1 == 1.0`` do not count)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return len(a) == len(b) and all(
+            same(ka, kb) and same(va, vb)
+            for (ka, va), (kb, vb) in zip(a.items(), b.items(), strict=True)
+        )
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def load_all(text: str) -> list[Any]:
+    return [yaml.load(text, Loader=loader) for loader in LOADERS]  # noqa: S506
+
+
+def str_keys_only(value: Any) -> bool:
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and str_keys_only(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(str_keys_only(v) for v in value)
+    return True
+
+
+def front_matter(data: dict[str, Any]) -> str:
+    """Front matter the way the codec writes it: lists of mappings as block items."""
+    lines = []
+    for key, value in data.items():
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            lines.append(f"{key}:")
+            lines += [f"  - {dump_value(v)}" for v in value]
+        else:
+            lines.append(f"{key}: {dump_value(value)}")
+    return "\n".join(lines) + "\n"
+
+
+# --- what dump_value writes, PyYAML reads back, and so does fast_load ----------------------
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(yaml_values())
+def test_dump_value_reads_back_identically(value: Any) -> None:
+    text = "k: " + dump_value(value) + "\n"
+    for loaded in load_all(text):
+        assert same(loaded, {"k": value}), text
+    fast = fast_load(text)
+    assert fast is None or same(fast, {"k": value}), text
+    if str_keys_only(value):
+        assert fast is not None, f"canonical text left the fast path: {text!r}"
+
+
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+@given(front_matter_dicts())
+def test_front_matter_fast_load_equals_pyyaml(data: dict[str, Any]) -> None:
+    text = front_matter(data)
+    for loaded in load_all(text):
+        assert same(loaded, data), text
+    fast = fast_load(text)
+    assert fast is not None, text
+    assert same(fast, data), text
+
+
+@pytest.mark.parametrize("special", YAML_SPECIALS)
+def test_every_yaml_special_round_trips(special: str) -> None:
+    for value in (special, [special], {special: special}, {"k": [special, {"x": special}]}):
+        text = "k: " + dump_value(value) + "\n"
+        for loaded in load_all(text):
+            assert same(loaded, {"k": value}), text
+        assert same(fast_load(text), {"k": value}), text
+
+
+# --- is_plain_str: an unquoted string reads back as itself, in block and flow context ------
+
+_PLAIN_TEMPLATES: list[tuple[str, Callable[[str], Any]]] = [
+    ("k: {s}\n", lambda s: s),
+    ("k: {{a: {s}}}\n", lambda s: {"a": s}),
+    ("k: {{{s}: a}}\n", lambda s: {s: "a"}),
+    ("k: {{{s}: {s}, z: 1}}\n", lambda s: {s: s, "z": 1}),
+    ("k: [{s}]\n", lambda s: [s]),
+    ("k: [{s}, x]\n", lambda s: [s, "x"]),
+    ("k: [x, {s}, [{s}]]\n", lambda s: ["x", s, [s]]),
+    ("k:\n  - {{a: {s}}}\n", lambda s: [{"a": s}]),
+]
+
+
+@settings(max_examples=500)
+@given(st.one_of(tricky_text(), st.from_regex(r"[A-Za-z0-9_/(][A-Za-z0-9 _/.:@()+'-]{0,12}",
+                                              fullmatch=True)))
+def test_plain_strings_read_back_as_themselves(s: str) -> None:
+    if not is_plain_str(s):
+        assert dump_scalar(s).startswith('"')
+        return
+    assert dump_scalar(s) == s
+    for template, expected in _PLAIN_TEMPLATES:
+        text = template.format(s=s)
+        for loaded in load_all(text):
+            assert same(loaded, {"k": expected(s)}), text
+
+
+@pytest.mark.parametrize(
+    "s",
+    ["yes", "No", "on", "OFF", "null", "Null", "~", "", "true", "False", "0x1f", "1_000", "012",
+     "1.5", "1.", "1:20", "2024-01-01", ".inf", "-1", "0", "a: b", "a:", "#a", "a #b", "- a",
+     " a", "a ", "a  b", "a\tb", "a,b", "[a]", "{a}", "?a", "&a", "*a", "!a", "'a", '"a"', "é",
+     "<<", "=", "%a", "@a", "`a", "|", ">"],
+)
+def test_not_plain(s: str) -> None:
+    assert not is_plain_str(s)
+    assert dump_scalar(s).startswith('"')
+
+
+@pytest.mark.parametrize(
+    "s", ["shop-web", "el:button:place-order", "page:/checkout", "Place order (disabled)",
+          "1e3", "r-0041", "it's", "a:b", "a/b.c@d+e", "_x", "(x)"],
+)
+def test_plain(s: str) -> None:
+    assert is_plain_str(s)
+    assert dump_scalar(s) == s
+
+
+def test_dump_scalar_refuses_floats_and_other_types() -> None:
+    for value in (1.5, b"x", object()):
+        with pytest.raises(TypeError):
+            dump_scalar(value)
+
+
+# --- hand-written variants: fast_load declines or agrees, never differs --------------------
+
+_SIGNIFICANT = ":,[]{}#&*!|>'\"%@-?~ \t\n\r\\"
+
+
+def _pos(data: st.DataObject, text: str) -> int:
+    return data.draw(st.integers(0, len(text)))
+
+
+def _line_op(op: Callable[[list[str], int], None]) -> Callable[[str, st.DataObject], str]:
+    def mutate(text: str, data: st.DataObject) -> str:
+        lines = text.split("\n")
+        op(lines, data.draw(st.integers(0, len(lines) - 1)))
+        return "\n".join(lines)
+
+    return mutate
+
+
+def _sub_nth(pattern: str, repl: Callable[[re.Match[str]], str]) -> Callable[..., str]:
+    def mutate(text: str, data: st.DataObject) -> str:
+        matches = list(re.finditer(pattern, text))
+        if not matches:
+            return text
+        m = matches[data.draw(st.integers(0, len(matches) - 1))]
+        return text[: m.start()] + repl(m) + text[m.end() :]
+
+    return mutate
+
+
+def _insert(text: str, data: st.DataObject) -> str:
+    i = _pos(data, text)
+    return text[:i] + data.draw(st.sampled_from(_SIGNIFICANT)) + text[i:]
+
+
+def _delete(text: str, data: st.DataObject) -> str:
+    i = _pos(data, text)
+    return text[:i] + text[i + 1 :]
+
+
+def _to_block(lines: list[str], i: int) -> None:
+    m = re.fullmatch(r"([a-z_][a-z0-9_]*): \{(.*)\}", lines[i])
+    if m:
+        lines[i] = m.group(1) + ":\n" + "\n".join("  " + p for p in m.group(2).split(", "))
+
+
+MUTATIONS: dict[str, Callable[[str, st.DataObject], str]] = {
+    "extra space": lambda t, d: (lambda i: t[:i] + " " + t[i:])(_pos(d, t)),
+    "significant char": _insert,
+    "delete char": _delete,
+    "comment at end of line": _line_op(lambda ls, i: ls.__setitem__(i, ls[i] + " # note")),
+    "comment line": _line_op(lambda ls, i: ls.insert(i, "# note")),
+    "hash glued to value": _line_op(lambda ls, i: ls.__setitem__(i, ls[i] + "#x")),
+    "duplicate key": _line_op(lambda ls, i: ls.insert(i, ls[i])),
+    "indent line": _line_op(lambda ls, i: ls.__setitem__(i, " " + ls[i])),
+    "block style": _line_op(_to_block),
+    "document marker": _line_op(lambda ls, i: ls.insert(i, "---")),
+    "tab for space": _sub_nth(r" ", lambda m: "\t"),
+    "tab after colon": _sub_nth(r": ", lambda m: ":\t"),
+    "single quotes": _sub_nth(r'"([^"\\]*)"', lambda m: "'" + m.group(1) + "'"),
+    "unquote": _sub_nth(r'"([^"\\]*)"', lambda m: m.group(1)),
+    "no space after comma": _sub_nth(r", ", lambda m: ","),
+    "no space after colon": _sub_nth(r": ", lambda m: ":"),
+    "trailing comma": _sub_nth(r"[}\]]", lambda m: ", " + m.group()),
+    "change case": _sub_nth(r"\b(true|false|null)\b", lambda m: m.group().capitalize()),
+    "to float": _sub_nth(r"\b[0-9]+\b", lambda m: m.group() + ".0"),
+    "escape": _sub_nth(r'"([^"\\]*)"', lambda m: '"\\x41' + m.group(1) + '"'),
+    "CRLF": lambda t, d: t.replace("\n", "\r\n"),
+    "bare key": _line_op(lambda ls, i: ls.__setitem__(i, ls[i].split(":")[0] + ":")),
+}
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(front_matter_dicts(), st.data())
+def test_fast_load_never_disagrees_on_hand_written_variants(
+    data: dict[str, Any], draw: st.DataObject
+) -> None:
+    text = front_matter(data)
+    names = draw.draw(st.lists(st.sampled_from(sorted(MUTATIONS)), min_size=1, max_size=3))
+    for name in names:
+        text = MUTATIONS[name](text, draw)
+    fast = fast_load(text)
+    if fast is None:
+        return
+    for loader in LOADERS:
+        try:
+            loaded = yaml.load(text, Loader=loader)  # noqa: S506
+        except yaml.YAMLError as exc:
+            pytest.fail(f"fast_load accepted {text!r} ({names}) that PyYAML refuses: {exc}")
+        assert same(fast, loaded), (names, text)
+
+
+@settings(max_examples=300)
+@given(st.lists(st.text(st.sampled_from("ab01 :,[]{}#-\"'?\\ntx"), max_size=20), max_size=4))
+def test_fast_load_on_arbitrary_lines(lines: list[str]) -> None:
+    text = "\n".join(lines)
+    fast = fast_load(text)
+    if fast is not None:
+        for loaded in load_all(text):
+            assert same(fast, loaded), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: b # comment\n",
+        "# comment\na: b\n",
+        "a:  b\n",
+        "a: {x:  1}\n",
+        "a: {x: 1,  y: 2}\n",
+        "a:\n  x: 1\n",
+        "a: b\na: c\n",
+        "a: {x: 1, x: 2}\n",
+        "a:\tb\n",
+        "a: [b,\tc]\n",
+        "a: 'b'\n",
+        "a: b\r\nc: d\r\n",
+        "a: [b,c]\n",
+        "a: [b, ]\n",
+        "a: ~\n",
+        "a: Null\n",
+        "a: yes\n",
+        "a: 1.5\n",
+        "a: 0x1f\n",
+        "a: 2024-01-01\n",
+        "a: !!str 1\n",
+        "a: &x b\n",
+        "a: |\n  b\n",
+        "a:\n- {b: 1}\n",
+        "a:\n  - b\n",
+        "a:\n",
+        "---\na: b\n",
+        "null: b\n",
+        "yes: b\n",
+        "a: \"\\ud83d\\ude00\"\n",
+        "a: [[b]]]\n",
+        "a: {b: 1} c\n",
+    ],
+)
+def test_hand_written_yaml_goes_to_pyyaml(text: str) -> None:
+    assert fast_load(text) is None
+    try:
+        load_all(text)  # the fallback answers, or reports the error with its line
+    except yaml.MarkedYAMLError as exc:
+        assert exc.problem_mark is not None
+
+
+def test_fast_load_reads_the_canonical_subset() -> None:
+    text = (
+        'a: b\nn: -12\nz: null\nt: true\nq: "yes"\ne: []\nm: {}\n'
+        'f: {x: [1, "2", {y: null}], "k y": z}\nl:\n  - {r: r-1}\n  - [c]\n'
+    )
+    expected = {"a": "b", "n": -12, "z": None, "t": True, "q": "yes", "e": [], "m": {},
+                "f": {"x": [1, "2", {"y": None}], "k y": "z"}, "l": [{"r": "r-1"}, ["c"]]}
+    assert same(fast_load(text), expected)
+    for loaded in load_all(text):
+        assert same(loaded, expected)
+
+
+# --- regressions -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", ["k" * 1100, "\x00" * 200, "é" * 1030])
+def test_regression_keys_past_yaml_implicit_key_limit(key: str) -> None:
+    # YAML forgets an implicit key longer than 1024 characters: PyYAML and libyaml refuse
+    # `{<long key>: 1}`. fast_load used to accept it, and dump_value used to write it.
+    implicit = "k: {" + dump_scalar(key) + ": 1}\n"
+    for loader in LOADERS:
+        with pytest.raises(yaml.YAMLError):
+            yaml.load(implicit, Loader=loader)  # noqa: S506
+    assert fast_load(implicit) is None
+    text = "k: " + dump_value({"a": 0, key: 1}) + "\n"
+    assert "{a: 0, ? " in text
+    for loaded in load_all(text):
+        assert same(loaded, {"k": {"a": 0, key: 1}})
+    assert same(fast_load(text), {"k": {"a": 0, key: 1}})
+
+
+def test_short_keys_stay_implicit() -> None:
+    key = "k" * 1000
+    assert dump_value({key: 1}) == "{" + key + ": 1}"
+
+
+def test_regression_deep_nesting_declines_instead_of_recursing() -> None:
+    text = "a: " + "[" * 5000 + "]" * 5000 + "\n"
+    assert fast_load(text) is None  # used to raise RecursionError
+    shallow = "a: " + "[" * 60 + "]" * 60 + "\n"
+    assert fast_load(shallow) == load_all(shallow)[0]
+
+
+def test_regression_int_past_python_digit_limit_declines() -> None:
+    assert fast_load("a: " + "1" * 5000 + "\n") is None  # used to raise ValueError
+    assert fast_load("a: [" + "9" * 5000 + "]\n") is None
+
+
+@pytest.mark.parametrize("text", ["", "\n", "\n\n"])
+def test_regression_empty_document_is_not_an_empty_mapping(text: str) -> None:
+    # PyYAML reads an empty document as None; fast_load used to answer {}.
+    assert load_all(text) == [None, None]
+    assert fast_load(text) is None
