@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -9,6 +10,7 @@ import sqlite3
 import subprocess
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -74,8 +76,13 @@ def kill(proc: subprocess.Popen[str]) -> None:
     proc.communicate(timeout=30)
 
 
-def authority(root: Path) -> sqlite3.Connection:
-    return sqlite3.connect(knowledge(root) / AUTHORITY_FILE)
+@contextlib.contextmanager
+def authority(root: Path) -> Iterator[sqlite3.Connection]:
+    conn = sqlite3.connect(knowledge(root) / AUTHORITY_FILE)
+    try:
+        yield conn
+    finally:
+        conn.close()
 
 
 def db_epoch(root: Path) -> int:
@@ -228,6 +235,7 @@ def test_a_live_pid_with_another_start_time_counts_as_dead(root: Path) -> None:
                 conn.execute("UPDATE lease SET token = 'theirs', pid = ?, pid_start = ?, "
                              "heartbeat = ?, ttl = 30, boot_id = (SELECT boot_id FROM lease) "
                              "WHERE id = 1", (sleeper.pid, pid_start, time.time()))
+                conn.commit()
 
         claim(start)
         with pytest.raises(LeaseHeldError) as held:

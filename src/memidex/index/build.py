@@ -92,10 +92,10 @@ def record_row(lr: LoadedRecord) -> tuple[Any, ...]:
         )
     return (
         r.id, lr.relpath, r.kind, r.status, r.product, r.anchor, r.title, r.body,
-        " ".join(r.all_anchors),
+        "\n".join(r.all_anchors),
         json.dumps(dict(r.scope), sort_keys=True, separators=(",", ":"), ensure_ascii=False),
         r.trust.source, r.trust.confirmations, r.trust.contradictions, r.trust.last_confirmed,
-        r.valid.from_, r.valid.until, history, lr.sha256,
+        r.valid.from_, r.valid.until, history,
     )
 
 
@@ -146,10 +146,10 @@ def _iter_rows(store: Store, files: Sequence[FileStat], jobs: int) -> Iterator[F
 _INSERT_RECORD = (
     "INSERT INTO records(rowid, id, path, kind, status, product, anchor, title, body, anchors,"
     " scope, source, confirmations, contradictions, last_confirmed, valid_from, valid_until,"
-    " history, sha256) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+    " history) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
 _INSERT_FTS = "INSERT INTO records_fts(rowid, title, body, anchors) VALUES (?, ?, ?, ?)"
-_INSERT_FILE = "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?)"
+_INSERT_FILE = "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?)"
 _INSERT_ANCHOR = "INSERT OR IGNORE INTO anchors(anchor, record_rowid, main) VALUES (?,?,?)"
 _INSERT_EDGE = "INSERT OR IGNORE INTO edges(record_rowid, src, rel, dst) VALUES (?,?,?,?)"
 _INSERT_PROBLEM = "INSERT INTO problems(path, line, reason) VALUES (?,?,?)"
@@ -157,30 +157,34 @@ _INSERT_POLICY = "INSERT OR REPLACE INTO policies VALUES (?,?,?,?,?,?,?)"
 
 
 def _insert_file_rows(conn: sqlite3.Connection, rows: Sequence[FileRows], next_rowid: int,
-                      fts: bool) -> int:
+                      fts: bool, anchors: list[tuple[str, int, int]] | None = None) -> int:
+    """Insert the rows of some files; anchor rows go to ``anchors`` when it is given
+    (a rebuild inserts them all at the end, sorted) and straight in otherwise."""
     files: list[tuple[Any, ...]] = []
     recs: list[tuple[Any, ...]] = []
     fts_rows: list[tuple[Any, ...]] = []
-    anchors: list[tuple[str, int, int]] = []
+    anchor_rows: list[tuple[str, int, int]] = [] if anchors is None else anchors
     edges: list[tuple[Any, ...]] = []
     problems: list[tuple[str, int, str]] = []
     for fr in rows:
-        files.append(fr.file)
         problems.extend(fr.problems)
         if fr.record is None:
+            files.append((*fr.file, None))
             continue
         rowid = next_rowid
         next_rowid += 1
+        files.append((*fr.file, rowid))
         recs.append((rowid, *fr.record))
         if fts:
             fts_rows.append((rowid, fr.record[6], fr.record[7], fr.record[8]))
-        anchors.extend((a, rowid, main) for a, main in fr.anchors)
+        anchor_rows.extend((a, rowid, main) for a, main in fr.anchors)
         edges.extend((rowid, *e) for e in fr.edges)
     conn.executemany(_INSERT_FILE, files)
     conn.executemany(_INSERT_RECORD, recs)
     if fts_rows:
         conn.executemany(_INSERT_FTS, fts_rows)
-    conn.executemany(_INSERT_ANCHOR, anchors)
+    if anchors is None:
+        conn.executemany(_INSERT_ANCHOR, anchor_rows)
     conn.executemany(_INSERT_EDGE, edges)
     conn.executemany(_INSERT_PROBLEM, problems)
     return next_rowid
@@ -201,7 +205,8 @@ def _policy_rows(store: Store, files: Sequence[FileStat]) -> tuple[
         except OSError as exc:
             problems.append((fs.relpath, 0, f"cannot read: {exc.strerror}"))
             continue
-        frows.append((fs.relpath, "policy", len(data), fs.mtime_ns, fs.ino, content_hash(data)))
+        frows.append((fs.relpath, "policy", len(data), fs.mtime_ns, fs.ino, content_hash(data),
+                      None))
         try:
             policies = parse_policies(data, fs.relpath)
         except RecordError as exc:
@@ -243,18 +248,23 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
         fingerprint = 0
         next_rowid = 1
         batch: list[FileRows] = []
+        anchors: list[tuple[str, int, int]] = []
         workers = jobs if jobs is not None else (os.cpu_count() or 1)
         for fr in _iter_rows(store, files, workers):
             batch.append(fr)
             fingerprint ^= file_digest(fr.file[0], fr.file[5])
             if len(batch) >= CHUNK:
-                next_rowid = _insert_file_rows(conn, batch, next_rowid, fts=False)
+                next_rowid = _insert_file_rows(conn, batch, next_rowid, fts=False,
+                                               anchors=anchors)
                 done += len(batch)
                 batch.clear()
                 if progress:
                     progress(done, total)
-        next_rowid = _insert_file_rows(conn, batch, next_rowid, fts=False)
+        next_rowid = _insert_file_rows(conn, batch, next_rowid, fts=False, anchors=anchors)
         done += len(batch)
+        anchors.sort()  # a WITHOUT ROWID table loads fastest in key order
+        conn.executemany(_INSERT_ANCHOR, anchors)
+        del anchors
         conn.executemany(_INSERT_PROBLEM, [(p.path, p.line, p.reason) for p in scan_problems])
         frows, prows, pproblems = _policy_rows(store, policy_files)
         conn.executemany(_INSERT_FILE, frows)
@@ -472,23 +482,28 @@ def _scan_problems_differ(conn: sqlite3.Connection, problems: list[Problem],
 
 def _delete_path(conn: sqlite3.Connection, path: str) -> int:
     """Remove every row a file contributed; returns its fingerprint share (0 if none)."""
-    digest = 0
-    row = conn.execute("SELECT kind, sha256 FROM files WHERE path = ?", (path,)).fetchone()
-    if row is not None:
-        digest = file_digest(path, row[1])
-    for rowid, title, body, anchors in conn.execute(
-            "SELECT rowid, title, body, anchors FROM records WHERE path = ?",
-            (path,)).fetchall():
-        conn.execute(
-            "INSERT INTO records_fts(records_fts, rowid, title, body, anchors)"
-            " VALUES('delete', ?, ?, ?, ?)", (rowid, title, body, anchors))
-        conn.execute("DELETE FROM anchors WHERE record_rowid = ?", (rowid,))
-        conn.execute("DELETE FROM edges WHERE record_rowid = ?", (rowid,))
-        conn.execute("DELETE FROM records WHERE rowid = ?", (rowid,))
+    row = conn.execute("SELECT sha256, record_rowid FROM files WHERE path = ?",
+                       (path,)).fetchone()
+    if row is None:
+        conn.execute("DELETE FROM problems WHERE path = ?", (path,))
+        return 0
+    sha, rowid = row
+    if rowid is not None:
+        rec = conn.execute("SELECT title, body, anchors FROM records WHERE rowid = ?",
+                           (rowid,)).fetchone()
+        if rec is not None:
+            title, body, anchors = rec
+            conn.execute(
+                "INSERT INTO records_fts(records_fts, rowid, title, body, anchors)"
+                " VALUES('delete', ?, ?, ?, ?)", (rowid, title, body, anchors))
+            conn.executemany("DELETE FROM anchors WHERE anchor = ? AND record_rowid = ?",
+                             [(a, rowid) for a in anchors.split("\n")])
+            conn.execute("DELETE FROM edges WHERE record_rowid = ?", (rowid,))
+            conn.execute("DELETE FROM records WHERE rowid = ?", (rowid,))
     conn.execute("DELETE FROM policies WHERE path = ?", (path,))
     conn.execute("DELETE FROM problems WHERE path = ?", (path,))
     conn.execute("DELETE FROM files WHERE path = ?", (path,))
-    return digest
+    return file_digest(path, sha)
 
 
 def refresh(store: Store, db: IndexDB) -> RefreshReport:

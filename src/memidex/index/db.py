@@ -173,11 +173,12 @@ class IndexDB:
         meta = {k: v for k, v in self.meta().items() if k not in ("built_at", "snapshot")}
         return {
             "meta": meta,
-            "files": c.execute("SELECT * FROM files ORDER BY path").fetchall(),
+            "files": c.execute("SELECT path, kind, size, mtime_ns, ino, sha256,"
+                               " record_rowid IS NOT NULL FROM files ORDER BY path").fetchall(),
             "records": c.execute(
                 "SELECT id, path, kind, status, product, anchor, title, body, anchors, scope,"
                 " source, confirmations, contradictions, last_confirmed, valid_from,"
-                " valid_until, history, sha256 FROM records ORDER BY path").fetchall(),
+                " valid_until, history FROM records ORDER BY path").fetchall(),
             "anchors": c.execute(
                 "SELECT a.anchor, r.path, a.main FROM anchors a JOIN records r"
                 " ON r.rowid = a.record_rowid ORDER BY 1, 2").fetchall(),

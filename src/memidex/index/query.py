@@ -59,7 +59,7 @@ _ROW_COLS = ("r.id, r.path, r.kind, r.status, r.product, r.anchor, r.title, r.an
 
 
 def _row(t: tuple[Any, ...]) -> IndexRow:
-    return IndexRow(t[0], t[1], t[2], t[3], t[4], t[5], t[6], tuple(t[7].split(" ")),
+    return IndexRow(t[0], t[1], t[2], t[3], t[4], t[5], t[6], tuple(t[7].split("\n")),
                     t[8], t[9], t[10], t[11], t[12], t[13])
 
 
@@ -132,7 +132,7 @@ def search(db: IndexDB, q: SearchQuery) -> list[SearchHit]:
         SearchHit(
             id=row[1], kind=row[2], status=row[3], title=row[4], score=round(row[8], 6),
             confidence=confidence(matched[row[0]], len(terms), row[3], row[2]),
-            snippet=row[9], path=row[5], anchors=tuple(row[6].split(" ")), product=row[7],
+            snippet=row[9], path=row[5], anchors=tuple(row[6].split("\n")), product=row[7],
             matched=matched[row[0]], terms=len(terms),
         )
         for row in rows

@@ -25,7 +25,8 @@ CREATE TABLE files (
     size     INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL,
     ino      INTEGER NOT NULL,
-    sha256   TEXT NOT NULL
+    sha256   TEXT NOT NULL,
+    record_rowid INTEGER              -- its row in `records`, if it parsed as a record
 ) WITHOUT ROWID;
 
 CREATE TABLE records (
@@ -38,7 +39,7 @@ CREATE TABLE records (
     anchor         TEXT NOT NULL,
     title          TEXT NOT NULL,
     body           TEXT NOT NULL,
-    anchors        TEXT NOT NULL,     -- every anchor, space-separated, main anchor first
+    anchors        TEXT NOT NULL,     -- every anchor, one per line, main anchor first
     scope          TEXT NOT NULL,     -- JSON
     source         TEXT NOT NULL,
     confirmations  INTEGER NOT NULL,
@@ -46,8 +47,7 @@ CREATE TABLE records (
     last_confirmed INTEGER,
     valid_from     INTEGER NOT NULL,
     valid_until    INTEGER,
-    history        TEXT,              -- JSON list of earlier versions, or NULL
-    sha256         TEXT NOT NULL
+    history        TEXT               -- JSON list of earlier versions, or NULL
 );
 
 CREATE VIRTUAL TABLE records_fts USING fts5(
@@ -96,10 +96,8 @@ CREATE TABLE problems (
 )
 
 POST_LOAD = """
-CREATE INDEX IF NOT EXISTS records_by_path ON records(path);
 CREATE INDEX IF NOT EXISTS records_by_id ON records(id);
 CREATE INDEX IF NOT EXISTS records_by_product ON records(product, status, kind);
-CREATE INDEX IF NOT EXISTS anchors_by_record ON anchors(record_rowid);
 CREATE INDEX IF NOT EXISTS edges_by_dst ON edges(dst);
 CREATE INDEX IF NOT EXISTS problems_by_path ON problems(path);
 """
