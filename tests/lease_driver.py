@@ -83,11 +83,9 @@ def scratch_dir() -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-try:
+if __name__ != "__main__":  # imported by the tests; the driver starts without pytest
     import pytest
-except ImportError:  # pragma: no cover - the driver itself runs without pytest
-    pass
-else:
+
     scratch = pytest.fixture(name="scratch")(scratch_dir)
 
 

@@ -82,11 +82,12 @@ def test_parse_of_dump_is_the_record(record: Record) -> None:
 @given(canonical_texts())
 def test_dump_of_parse_is_byte_identical_and_fast(text: str) -> None:
     fast = fast_load(front(text))
-    assert fast is not None, "canonical front matter left the fast path"
+    if "{? " not in text and ", ? " not in text:  # explicit (over-long) keys go to PyYAML
+        assert fast is not None, "canonical front matter left the fast path"
     # and the fast path reads what any YAML reader reads (it agreeing with itself is not
     # enough: a 1100-character scope key used to round-trip here and break PyYAML)
     for loader in (yaml.CSafeLoader, yaml.SafeLoader):
-        assert fast == yaml.load(front(text), Loader=loader)  # noqa: S506
+        assert fast is None or fast == yaml.load(front(text), Loader=loader)  # noqa: S506
     assert dump_record(parse_record(text, "x.md")) == text
     data = text.encode("utf-8")
     assert dump_record(parse_record_bytes(data, "x.md")).encode("utf-8") == data

@@ -584,7 +584,7 @@ class Lease:
         self._conn = None
         self._file = None
 
-    def _try_acquire(self, busy: float) -> Holder | None:
+    def _try_acquire(self, busy: float, attempts: int = 3) -> Holder | None:
         """Grant the lease to us (None), or return the live holder."""
         conn = self._ensure_conn()
         conn.execute(f"PRAGMA busy_timeout = {int(busy * 1000)}")
@@ -628,7 +628,10 @@ class Lease:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
             self._drop_conn()
-            return self._try_acquire(busy)
+            if attempts <= 1:
+                raise LeaseError("the writer authority database keeps being replaced",
+                                 hint="another process is recreating it; try again") from None
+            return self._try_acquire(busy, attempts - 1)
         except sqlite3.DatabaseError as exc:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")

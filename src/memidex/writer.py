@@ -275,6 +275,10 @@ class WriterSession:
                     removed = True
             if removed:
                 fsync_dir(staging)
+        folder = self.store.knowledge
+        for pattern in (".lease.*.tmp", ".epoch.*.tmp"):
+            for path in folder.glob(pattern):  # copies a crashed writer left half-made
+                path.unlink(missing_ok=True)
         step("recover.cleaned")
         self.journal.cleanup()
         mine = os.getpid()

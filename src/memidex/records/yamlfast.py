@@ -36,7 +36,6 @@ _QUOTED = re.compile(r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u(?![dD][89a-fA-F])[0
 _KEY_LINE = re.compile(r"([a-z_][a-z0-9_]*):(?: (.*))?")
 
 _STR_TAG = "tag:yaml.org,2002:str"
-_FAIL = object()
 # YAML forgets an implicit ("simple") key longer than 1024 characters: PyYAML and libyaml
 # then refuse the flow mapping. Longer keys are written explicitly, as ``? key: value``.
 _SIMPLE_KEY_MAX = 1000
@@ -112,141 +111,103 @@ def dump_value(value: Any) -> str:
 
 
 # --- the fast reader -------------------------------------------------------------------
+#
+# The canonical subset is translated token by token into JSON, and the C JSON parser
+# builds the values: brackets, ", " and ": " pass through, JSON-quoted strings (only the
+# escapes YAML reads the same way) pass through, and every plain scalar becomes its JSON
+# form — or the whole text is declined. Anything JSON then refuses is declined too.
+
+_TOKEN = re.compile(
+    r'("(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u(?![dD][89a-fA-F])[0-9a-fA-F]{4})*")'  # quoted
+    r'|([^,\[\]{}":\s][^,\[\]{}"\x00-\x1f]*?)(?=, |: |[\]}]|\Z)'          # plain
+)
+_SEPARATORS = re.compile(r"(?:[\[\]{}]|, |: )*")
+"""What may stand between tokens: brackets, ``, `` and ``: `` — nothing else."""
 
 
-def _plain(token: str) -> Any:
-    if token == "null":
-        return None
-    if token == "true":
-        return True
-    if token == "false":
-        return False
-    if _INT.fullmatch(token):
-        try:
-            return int(token)
-        except ValueError:  # beyond Python's int digit limit: PyYAML reports it
-            return _FAIL
-    if is_plain_str(token):
+@lru_cache(maxsize=65536)
+def _plain_json(token: str) -> str | None:
+    """The JSON text of a plain scalar, or None when it must be left to PyYAML."""
+    if token in ("null", "true", "false"):
         return token
-    return _FAIL
+    if _INT.fullmatch(token):
+        return token if len(token) <= 4000 else None  # past Python's int digit limit
+    if len(token) <= _SIMPLE_KEY_MAX and is_plain_str(token):
+        return json.dumps(token, ensure_ascii=False)
+    return None
 
 
-def _scan_plain(text: str, i: int, stops: str) -> int:
-    n = len(text)
-    while i < n and text[i] not in stops:
-        i += 1
-    return i
+def _to_json(text: str) -> str | None:
+    """One flow value (or a bare quoted scalar) as JSON text, or None."""
+    if text.count("[") + text.count("{") > _MAX_DEPTH:
+        return None
+    declined = False
 
+    def convert(m: re.Match[str]) -> str:
+        nonlocal declined
+        quoted, plain = m.groups()
+        if quoted is not None:
+            if len(quoted) > _SIMPLE_KEY_MAX and text.startswith(": ", m.end()):
+                declined = True  # YAML forgets an implicit key this long
+            return quoted
+        converted = _plain_json(plain)
+        if converted is None:
+            declined = True
+            return plain
+        return converted
 
-def _flow(text: str, i: int, depth: int = 0) -> tuple[Any, int]:
-    """Parse one flow value starting at ``text[i]``; returns (value or _FAIL, next index)."""
-    if i >= len(text) or depth > _MAX_DEPTH:
-        return _FAIL, i
-    c = text[i]
-    if c == "{":
-        out: dict[Any, Any] = {}
-        i += 1
-        if text.startswith("}", i):
-            return out, i + 1
-        while True:
-            explicit = text.startswith("? ", i)
-            if explicit:
-                i += 2
-            start = i
-            if text.startswith('"', i):
-                m = _QUOTED.match(text, i)
-                if m is None:
-                    return _FAIL, i
-                key: Any = json.loads(m.group())
-                i = m.end()
-            else:
-                j = text.find(": ", i)
-                if j < 0:
-                    return _FAIL, i
-                key = _plain(text[i:j])
-                if not isinstance(key, str) or any(ch in key for ch in ",[]{}"):
-                    return _FAIL, i
-                i = j
-            if not text.startswith(": ", i) or key in out:
-                return _FAIL, i
-            if not explicit and i - start > _SIMPLE_KEY_MAX:
-                return _FAIL, i
-            value, i = _flow(text, i + 2, depth + 1)
-            if value is _FAIL:
-                return _FAIL, i
-            out[key] = value
-            if text.startswith(", ", i):
-                i += 2
-            elif text.startswith("}", i):
-                return out, i + 1
-            else:
-                return _FAIL, i
-    if c == "[":
-        items: list[Any] = []
-        i += 1
-        if text.startswith("]", i):
-            return items, i + 1
-        while True:
-            value, i = _flow(text, i, depth + 1)
-            if value is _FAIL:
-                return _FAIL, i
-            items.append(value)
-            if text.startswith(", ", i):
-                i += 2
-            elif text.startswith("]", i):
-                return items, i + 1
-            else:
-                return _FAIL, i
-    if c == '"':
-        m = _QUOTED.match(text, i)
-        if m is None:
-            return _FAIL, i
-        return json.loads(m.group()), m.end()
-    j = _scan_plain(text, i, ",[]{}")
-    return _plain(text[i:j]), j
+    out = _TOKEN.sub(convert, text)
+    if declined or not _SEPARATORS.fullmatch(_TOKEN.sub("", text)):
+        return None
+    return out
 
 
 def fast_load(front_matter: str) -> dict[str, Any] | None:
     """Read canonical front matter; ``None`` when it is not in the canonical subset."""
-    out: dict[str, Any] = {}
-    current_list: list[Any] | None = None
+    entries: list[str] = []
+    keys: set[str] = set()
+    list_key: str | None = None
+    items: list[str] = []
     for line in front_matter.split("\n"):
         if not line:
             continue
         if _MUST_ESCAPE.search(line):
             return None  # tabs, control characters, odd line breaks: leave them to PyYAML
         if line.startswith("  - "):
-            if current_list is None:
+            if list_key is None or line[4:5] not in ("{", "["):
                 return None
-            value, end = _flow(line, 4)
-            if value is _FAIL or end != len(line) or not isinstance(value, dict | list):
+            item = _to_json(line[4:])
+            if item is None:
                 return None
-            current_list.append(value)
+            items.append(item)
             continue
         m = _KEY_LINE.fullmatch(line)
         if m is None:
             return None
         key, rest = m.group(1), m.group(2)
-        if key in out or not is_plain_str(key):
+        if key in keys or not is_plain_str(key):
             return None
-        if current_list is not None and not current_list:
-            return None  # `key:` with no items is null in YAML; never written that way
-        current_list = None
+        keys.add(key)
+        if list_key is not None:
+            if not items:
+                return None  # `key:` with no items is null in YAML; never written that way
+            entries.append(f'"{list_key}":[{",".join(items)}]')
+            list_key, items = None, []
         if rest is None:
-            current_list = []
-            out[key] = current_list
+            list_key = key
             continue
-        if rest[:1] in "{[\"":
-            value, end = _flow(rest, 0)
-            if value is _FAIL or end != len(rest):
-                return None
-        else:
-            value = _plain(rest)
-            if value is _FAIL:
-                return None
-        out[key] = value
-    if current_list is not None and not current_list:
-        return None
-    if not out:
+        value = _to_json(rest) if rest[:1] in '{["' else _plain_json(rest)
+        if value is None:
+            return None
+        entries.append(f'"{key}":{value}')
+    if list_key is not None:
+        if not items:
+            return None
+        entries.append(f'"{list_key}":[{",".join(items)}]')
+    if not keys:
         return None  # an empty document is null in YAML, not an empty mapping
-    return out
+    try:
+        data = json.loads("{" + ",".join(entries) + "}")
+    except (ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
