@@ -143,6 +143,7 @@ class Memidex:
         self._db: Any = None  # memidex.index.db.IndexDB, imported lazily
         self.last_refresh: Any = None
         self.index_note = ""
+        self.wait = 10.0  # seconds a record-writing command waits for the writer lease
 
     # --- the index -----------------------------------------------------------------
 
@@ -196,10 +197,15 @@ class Memidex:
 
     def rebuild_index(self, *, progress: Callable[[int, int], None] | None = None,
                       jobs: int | None = None) -> Any:
+        """Rebuild the index. A maintenance command: refuses at once (exit 3) while another
+        live process — a daemon, say — holds the writer lease, and holds it meanwhile."""
         from memidex.index.build import rebuild
+        from memidex.writer import writer_session
 
         self.close()
-        return rebuild(self.store, self.config.index_path, jobs=jobs, progress=progress)
+        with writer_session(self.store, wait=0, ttl=self.config.lease_ttl_seconds,
+                            maintenance=True):
+            return rebuild(self.store, self.config.index_path, jobs=jobs, progress=progress)
 
     # --- reading -------------------------------------------------------------------
 
@@ -395,17 +401,24 @@ class Memidex:
             merged = tuple(sorted((set(old.anchors) | set(extra)) - {old.anchor}))
             record = replace(old, title=title, body=body or old.body, anchors=merged,
                              status="active", trust=replace(old.trust, source="human"))
-        changed = self._write([(record, existing_hash)])
+        changed = self._write([(record, existing_hash)], command="add")
         change = "unchanged" if not changed else ("added" if old is None else "updated")
         return AddResult(rid, rel, record.status, change)
 
-    def _write(self, records: Sequence[tuple[Record, str | None]]) -> int:
-        """Write records through the staged writer; returns how many files changed."""
-        n = 0
-        for record, expected in records:
-            if self.store.write_record(record, expected=expected):
-                n += 1
-        return n
+    def _write(self, records: Sequence[tuple[Record, str | None]], *, command: str) -> int:
+        """Write records as one journaled change set under the writer lease (fenced).
+
+        Waits up to ``self.wait`` seconds for another writer; returns how many files
+        changed. ``expected`` is the content hash read before (None: must not exist), so
+        a person's edit made meanwhile is never clobbered (ConflictError).
+        """
+        from memidex.writer import Write, writer_session
+
+        with writer_session(self.store, wait=self.wait,
+                            ttl=self.config.lease_ttl_seconds) as session:
+            done = session.apply([Write(r, expected) for r, expected in records],
+                                 command=command)
+        return sum(1 for changed in done if changed)
 
     # --- health --------------------------------------------------------------------
 
@@ -474,14 +487,9 @@ class Memidex:
         }
 
     def lease_status(self) -> dict[str, Any]:
-        import importlib
+        from memidex.lease import lease_status
 
-        try:
-            lease = importlib.import_module("memidex.lease")
-        except ImportError:
-            return {"state": "free", "note": "no writer lease support in this build"}
-        status: dict[str, Any] = lease.lease_status(self.config.knowledge_path)
-        return status
+        return lease_status(self.config.knowledge_path)
 
 
 def _line_of_path(store: Store, path: str, key: str) -> int:

@@ -32,6 +32,7 @@ __all__ = [
     "IndexUnavailableError",
     "ProblemsFound",
     "Problem",
+    "StorageError",
 ]
 
 EXIT_OK = 0
@@ -155,6 +156,13 @@ class IndexUnavailableError(MemidexError):
 
     exit_code = EXIT_PROBLEMS
     default_hint = "run `memidex knowledge rebuild-index`"
+
+
+class StorageError(MemidexError):
+    """The disk refused a write (full, I/O error, permissions); nothing partial was left."""
+
+    exit_code = EXIT_PROBLEMS
+    default_hint = "free space or fix the disk, then run the command again"
 
 
 class ProblemsFound(MemidexError):

@@ -18,7 +18,7 @@ IGNORED: tuple[str, ...] = (
     f"{KNOWLEDGE}/staging/",
     f"{KNOWLEDGE}/.lease",
     f"{KNOWLEDGE}/.epoch",
-    f"{KNOWLEDGE}/.writer-authority.sqlite*",
+    f"{KNOWLEDGE}/.writer-authority.*",
     ".agent-qa/",
     "artifacts/",
 )

@@ -350,6 +350,13 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except BrokenPipeError:
         return EXIT_PROBLEMS
+    except OSError as exc:  # disk full, I/O error, permissions: one line, no traceback
+        from memidex.errors import StorageError
+
+        err = StorageError(f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename
+                                                        else ""))
+        sys.stderr.write(f"error: {err.message}\nhint: {err.hint}\n")
+        return err.exit_code
     return 0
 
 
