@@ -8,6 +8,7 @@ is missing, locked or damaged.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -37,6 +38,10 @@ __all__ = [
 ]
 
 LEVELS = ("memidex", "lexical-only", "static-floor", "bundle-scan")
+_STALENESS_HOW = {
+    "git": "git status, HEAD diff and folder mtimes name suspects; stat, then sha256",
+    "stat": "stat every file (size, mtime, inode); sha256 of those that differ",
+}
 _UNAVAILABLE_LEVELS = {
     "memidex": "no embedding model support in this release",
     "static-floor": "no static embedding model support in this release",
@@ -144,6 +149,10 @@ class Memidex:
         self.last_refresh: Any = None
         self.index_note = ""
         self.wait = 10.0  # seconds a record-writing command waits for the writer lease
+        # A long-lived process (the MCP server) re-checks the files at most this often;
+        # each CLI command is a new process and always checks. Our own writes reset it.
+        self.recheck_seconds = 1.0
+        self._checked_at: float | None = None
 
     # --- the index -----------------------------------------------------------------
 
@@ -151,6 +160,7 @@ class Memidex:
         if self._db is not None:
             self._db.close()
             self._db = None
+        self._checked_at = None
 
     def __enter__(self) -> Memidex:
         return self
@@ -172,10 +182,12 @@ class Memidex:
                 except IndexUnavailableError as exc:
                     self.index_note = exc.message
                     return None
-            if not refresh:
+            if not refresh or (self._checked_at is not None and
+                               time.monotonic() - self._checked_at < self.recheck_seconds):
                 return self._db
             try:
                 self.last_refresh = refresh_index(self.store, self._db)
+                self._checked_at = time.monotonic()
             except IndexSwapped:
                 self.close()
                 continue
@@ -418,6 +430,7 @@ class Memidex:
                             ttl=self.config.lease_ttl_seconds) as session:
             done = session.apply([Write(r, expected) for r, expected in records],
                                  command=command)
+        self._checked_at = None  # the next read sees this write
         return sum(1 for changed in done if changed)
 
     # --- health --------------------------------------------------------------------
@@ -429,9 +442,7 @@ class Memidex:
         db = self.index()
         index: dict[str, Any] = {"path": self.store.rel(self.config.index_path),
                                  "exists": self.config.index_path.exists(),
-                                 "expected_schema_version": SCHEMA_VERSION,
-                                 "staleness": "stat (size, mtime, inode) then sha256 of "
-                                              "changed files"}
+                                 "expected_schema_version": SCHEMA_VERSION}
         errors: list[dict[str, Any]] = []
         record_count = 0
         healthy = True
@@ -447,8 +458,13 @@ class Memidex:
                 "schema_version": int(meta.get("schema_version", "0")),
                 "tokenizer": meta.get("tokenizer"), "fingerprint": meta.get("fingerprint"),
                 "records": counts["records"], "policies": counts["policies"],
-                "refreshed": {"added": len(rep.added), "changed": len(rep.changed),
-                              "deleted": len(rep.deleted)} if rep else None,
+                "staleness": {
+                    "method": rep.method if rep else "stat",
+                    "how": _STALENESS_HOW[rep.method if rep else "stat"],
+                    "added": len(rep.added) if rep else 0,
+                    "changed": len(rep.changed) if rep else 0,
+                    "deleted": len(rep.deleted) if rep else 0,
+                },
             })
             healthy = quick == "ok"
             record_count = counts["records"]

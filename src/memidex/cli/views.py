@@ -157,10 +157,10 @@ def doctor(report: dict[str, Any]) -> None:
     if idx.get("ok"):
         c.print(f"  quick_check ok, schema {idx['schema_version']}, {idx['records']} records, "
                 f"{idx['policies']} policies")
-        ref = idx.get("refreshed") or {}
-        c.print(f"  staleness: {escape(idx['staleness'])}; this run refreshed "
-                f"{ref.get('added', 0)} added, {ref.get('changed', 0)} changed, "
-                f"{ref.get('deleted', 0)} deleted")
+        st = idx["staleness"]
+        c.print(f"  staleness: {st['method']} — {escape(st['how'])}")
+        c.print(f"  this run refreshed {st['added']} added, {st['changed']} changed, "
+                f"{st['deleted']} deleted")
     else:
         why = idx.get("reason") or idx.get("quick_check")
         c.print(f"  [red]unavailable[/red]: {escape(str(why))}")

@@ -88,17 +88,47 @@ def _filters(product: str | None, kinds: tuple[str, ...], statuses: tuple[str, .
     return ("".join(f" AND {c}" for c in clauses), params)
 
 
+CAP = 5000
+"""Past this many matching records, a query is ranked among the first CAP of them."""
+COMMON_SHARE = 5
+"""A word in more than 1/COMMON_SHARE of the records (and more than CAP) is common."""
+
+
 def _hits(conn: sqlite3.Connection, expr: str, where: str, params: list[Any], limit: int,
-          exclude: set[int]) -> list[tuple[Any, ...]]:
+          exclude: set[int], cap: int | None = None) -> list[tuple[Any, ...]]:
+    capped = " AND records_fts.rowid <= ?" if cap is not None else ""
     sql = (
         f"SELECT r.rowid, r.id, r.kind, r.status, r.title, r.path, r.anchors, r.product,"
         f" -{_BM25} AS score, snippet(records_fts, -1, '«', '»', '…', 16)"
         f" FROM records_fts JOIN records r ON r.rowid = records_fts.rowid"
-        f" WHERE records_fts MATCH ?{where}"
+        f" WHERE records_fts MATCH ?{capped}{where}"
         f" ORDER BY {_BM25}, r.id, r.path LIMIT ?"
     )
-    rows = conn.execute(sql, [expr, *params, limit + len(exclude)]).fetchall()
+    args = [expr, *([cap] if cap is not None else []), *params, limit + len(exclude)]
+    rows = conn.execute(sql, args).fetchall()
     return [row for row in rows if row[0] not in exclude][:limit]
+
+
+def _nth_match(conn: sqlite3.Connection, expr: str, n: int) -> int | None:
+    """The rowid of the n-th record matching ``expr`` (rowid order), or None if fewer.
+
+    Costs O(min(matches, n)) — a walk along the doclists, no ranking."""
+    row = conn.execute("SELECT rowid FROM records_fts WHERE records_fts MATCH ?"
+                       " LIMIT 1 OFFSET ?", (expr, n - 1)).fetchone()
+    return None if row is None else int(row[0])
+
+
+def _ranked(conn: sqlite3.Connection, expr: str, where: str, params: list[Any], limit: int,
+            exclude: set[int]) -> tuple[list[tuple[Any, ...]], bool]:
+    """Rows for ``expr``, best first; ranked among the first CAP matches when there are
+    more (then the second value is True), falling back to all of them when the cap
+    leaves too few rows after the filters."""
+    cap = _nth_match(conn, expr, CAP)
+    if cap is not None:
+        rows = _hits(conn, expr, where, params, limit, exclude, cap)
+        if len(rows) >= limit:
+            return rows, True
+    return _hits(conn, expr, where, params, limit, exclude), False
 
 
 def _matched_terms(conn: sqlite3.Connection, terms: list[str], rowids: list[int]
@@ -114,17 +144,29 @@ def _matched_terms(conn: sqlite3.Connection, terms: list[str], rowids: list[int]
 
 
 def search(db: IndexDB, q: SearchQuery) -> list[SearchHit]:
+    """BM25 search (see ``memidex.ranking`` and docs/search.md).
+
+    Words found in more than a fifth of the records (BM25 gives them almost no weight)
+    are dropped when rarer words remain; a query whose words match more than CAP
+    records is ranked among the first CAP of them, so that no query scans everything.
+    """
     terms = query_terms(q.text)
     if not terms or q.limit <= 0:
         return []
     where, params = _filters(q.product, q.kinds, q.statuses, q.anchors)
     conn = db.conn
-    rows = _hits(conn, fts_expression(terms, "AND"), where, params, q.limit, set())
+    if len(terms) > 1:
+        size = int(conn.execute("SELECT coalesce(max(rowid), 0) FROM records").fetchone()[0])
+        common_at = max(CAP, size // COMMON_SHARE)
+        rare = [t for t in terms if _nth_match(conn, fts_expression([t]), common_at) is None]
+        if rare:
+            terms = rare
+    rows, _ = _ranked(conn, fts_expression(terms, "AND"), where, params, q.limit, set())
     matched = {row[0]: len(terms) for row in rows}
     if len(rows) < q.limit and len(terms) > 1:
-        more = _hits(conn, fts_expression(terms, "OR"), where, params, q.limit - len(rows),
-                     set(matched))
-        # OR rows are ranked by how many words they match, so fetch enough to choose from.
+        # OR rows are ranked by how many words they match: fetch enough to choose from.
+        more, _ = _ranked(conn, fts_expression(terms, "OR"), where, params,
+                          max(5 * q.limit, 50), set(matched))
         if more:
             matched.update(_matched_terms(conn, terms, [r[0] for r in more]))
             rows += more
