@@ -9,12 +9,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from memidex.records.codec import dump_record
 from memidex.records.ids import record_id
 from memidex.records.model import Record, Trust, Valid
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# Machines here are noisy (2 cores, shared): no per-example deadline, anywhere.
+settings.register_profile("memidex", deadline=None)
+settings.load_profile("memidex")
 
 
 @pytest.fixture(autouse=True)

@@ -420,16 +420,18 @@ class Memidex:
     def _write(self, records: Sequence[tuple[Record, str | None]], *, command: str) -> int:
         """Write records as one journaled change set under the writer lease (fenced).
 
-        Waits up to ``self.wait`` seconds for another writer; returns how many files
-        changed. ``expected`` is the content hash read before (None: must not exist), so
-        a person's edit made meanwhile is never clobbered (ConflictError).
+        Waits up to ``self.wait`` seconds for another writer; while ``memidex daemon``
+        holds the lease, hands the change set to it through ``queue/corrections/`` and
+        waits as long for its marker (:func:`memidex.curation.apply_changes`). Returns how
+        many files changed. ``expected`` is the content hash read before (None: must not
+        exist), so a person's edit made meanwhile is never clobbered (ConflictError).
         """
-        from memidex.writer import Write, writer_session
+        from memidex.curation import apply_changes
+        from memidex.writer import Write
 
-        with writer_session(self.store, wait=self.wait,
-                            ttl=self.config.lease_ttl_seconds) as session:
-            done = session.apply([Write(r, expected) for r, expected in records],
-                                 command=command)
+        done = apply_changes(self.store, [Write(r, expected) for r, expected in records],
+                             command=f"knowledge {command}", wait=self.wait,
+                             ttl=self.config.lease_ttl_seconds)
         self._checked_at = None  # the next read sees this write
         return sum(1 for changed in done if changed)
 
@@ -506,6 +508,57 @@ class Memidex:
         from memidex.lease import lease_status
 
         return lease_status(self.config.knowledge_path)
+
+    # --- curation: human curation commands (memidex.curation; docs/curation.md) -----
+    # Each takes a record id or a unique prefix of one, writes through the fenced writer
+    # (or hands the change to a running daemon) and returns a CurationResult.
+
+    def confirm(self, id_or_prefix: str, *, run_ordinal: int | None = None) -> Any:
+        from memidex.curation import run_confirm
+
+        return self._curated(run_confirm(self, id_or_prefix, run_ordinal))
+
+    def supersede(self, id_or_prefix: str, *, title: str | None = None,
+                  body: str | None = None, ordinal: int | None = None,
+                  by: str | None = None) -> Any:
+        from memidex.curation import run_supersede
+
+        return self._curated(run_supersede(self, id_or_prefix, title=title, body=body,
+                                           ordinal=ordinal, by=by))
+
+    def deprecate(self, id_or_prefix: str, *, ordinal: int | None = None) -> Any:
+        from memidex.curation import run_deprecate
+
+        return self._curated(run_deprecate(self, id_or_prefix, ordinal))
+
+    def quarantine(self, id_or_prefix: str) -> Any:
+        from memidex.curation import run_quarantine
+
+        return self._curated(run_quarantine(self, id_or_prefix))
+
+    def release(self, id_or_prefix: str) -> Any:
+        from memidex.curation import run_release
+
+        return self._curated(run_release(self, id_or_prefix))
+
+    def purge(self, id_or_prefix: str) -> Any:
+        """Delete a record and every trace of it (refuses at once under a daemon)."""
+        from memidex.curation import run_purge
+
+        result = self._curated(run_purge(self, id_or_prefix))
+        self.index()  # the refresh drops the file's rows (a missing index: the next build)
+        return result
+
+    def _curated(self, result: Any) -> Any:
+        self._checked_at = None  # the next read sees this write
+        return result
+
+    def daemon(self, *, once: bool = False, stop: Any = None, log: Any = None) -> Any:
+        """Run ``memidex daemon`` on this repository (:func:`memidex.daemon.run_daemon`)."""
+        from memidex.daemon import run_daemon
+
+        return run_daemon(self.store, wait=self.wait, ttl=self.config.lease_ttl_seconds,
+                          once=once, stop=stop, log=log)
 
 
 def _line_of_path(store: Store, path: str, key: str) -> int:

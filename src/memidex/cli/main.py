@@ -288,6 +288,11 @@ def add(
         str | None, typer.Option("--body-file", help="Read the text from a file, or - for "
                                  "standard input.")
     ] = None,
+    wait: Annotated[
+        float,
+        typer.Option("--wait", min=0, help="Seconds to wait for the writer lease (or for a "
+                     "running daemon to apply the change) before giving up with exit 3."),
+    ] = 10.0,
     json_out: JsonOpt = False,
 ) -> None:
     """Write a human-authored record (trust.source human, status active).
@@ -312,6 +317,7 @@ def add(
             raise UsageError(f"--scope {item!r} must be key=value")
         scope_map[key.strip()] = value.strip()
     with _memidex() as m:
+        m.wait = wait
         chosen = product or m.config.product
         if not chosen:
             raise UsageError("no product", hint="pass --product or set `product` in "
@@ -325,6 +331,8 @@ def add(
     else:
         sys.stdout.write(f"{result.change} {result.id}\n  {result.path}\n")
 
+
+from memidex.cli import curate as _curate  # noqa: E402,F401  (curation commands, daemon)
 
 # --- entry point ---------------------------------------------------------------------
 

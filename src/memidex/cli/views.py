@@ -170,7 +170,18 @@ def doctor(report: dict[str, Any]) -> None:
     for e in recs["errors"][:20]:
         c.print(f"  [red]{escape(e['path'])}:{e['line']}[/red]: {escape(e['reason'])}")
     lease = report["lease"]
-    c.print(f"lease: {escape(json.dumps(lease, sort_keys=True))}")
+    if lease.get("held"):
+        age = lease.get("heartbeat_age_seconds")
+        c.print(f"lease: held by pid {lease.get('pid')} on {escape(str(lease.get('host')))}, "
+                f"epoch {lease.get('epoch')}, heartbeat {age if age is not None else '?'}s ago"
+                + ("" if lease.get("alive", True) else " [yellow](holder looks dead)[/yellow]"))
+    else:
+        c.print(f"lease: free (epoch {lease.get('epoch')}, authority "
+                f"{lease.get('authority')})")
+    pending = lease.get("pending_journal") or 0
+    if pending:
+        c.print(f"  [yellow]{pending} journaled change set(s) to finish on the next "
+                "write[/yellow]")
     y = report["yaml"]
     c.print(f"yaml: {y['loader']}" + (f" — [yellow]{escape(y['note'])}[/yellow]"
                                       if y["note"] else ""))

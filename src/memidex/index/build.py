@@ -254,13 +254,13 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
             batch.append(fr)
             fingerprint ^= file_digest(fr.file[0], fr.file[5])
             if len(batch) >= CHUNK:
-                next_rowid = _insert_file_rows(conn, batch, next_rowid, fts=False,
+                next_rowid = _insert_file_rows(conn, batch, next_rowid, fts=True,
                                                anchors=anchors)
                 done += len(batch)
                 batch.clear()
                 if progress:
                     progress(done, total)
-        next_rowid = _insert_file_rows(conn, batch, next_rowid, fts=False, anchors=anchors)
+        next_rowid = _insert_file_rows(conn, batch, next_rowid, fts=True, anchors=anchors)
         done += len(batch)
         anchors.sort()  # a WITHOUT ROWID table loads fastest in key order
         conn.executemany(_INSERT_ANCHOR, anchors)
@@ -272,7 +272,6 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
             fingerprint ^= file_digest(f[0], f[5])
         conn.executemany(_INSERT_POLICY, prows)
         conn.executemany(_INSERT_PROBLEM, pproblems)
-        conn.execute("INSERT INTO records_fts(records_fts) VALUES('rebuild')")
         for statement in POST_LOAD.split(";"):
             if statement.strip():
                 conn.execute(statement)

@@ -63,12 +63,33 @@ def one_line(exc: BaseException) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
+# PyYAML picks implicit resolvers by a scalar's first character; a string starting with
+# none of these is a string whatever follows (the property tests hold this to PyYAML).
+_RESOLVED_FIRST = frozenset("yYnNtTfFoO-+0123456789.<~=")
+_BOOL_OR_NULL = frozenset(
+    "yes Yes YES no No NO true True TRUE false False FALSE on On ON off Off OFF "
+    "null Null NULL".split()
+)
+# Numbers as YAML 1.2 reads them (1e3, 0o17, .5): PyYAML reads some as strings, but a
+# reader in another language would not, so they are always quoted.
+_YAML12_NUMBER = re.compile(
+    r"[-+]?(?:\.[0-9]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?|0o[0-7]+|0x[0-9a-fA-F]+"
+)
+
+
 @lru_cache(maxsize=65536)
 def is_plain_str(value: str) -> bool:
     """True when ``value`` may be written unquoted and still reads back as this string."""
     if not _PLAIN_SHAPE.fullmatch(value) or value.endswith((" ", ":")) or ": " in value:
         return False
     if "  " in value:
+        return False
+    first = value[0]
+    if first not in _RESOLVED_FIRST:
+        return True
+    if first in "yYnNtTfFoO":
+        return value not in _BOOL_OR_NULL
+    if _YAML12_NUMBER.fullmatch(value):
         return False
     import yaml
 
@@ -119,7 +140,7 @@ def dump_value(value: Any) -> str:
 
 _TOKEN = re.compile(
     r'("(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u(?![dD][89a-fA-F])[0-9a-fA-F]{4})*")'  # quoted
-    r'|([^,\[\]{}":\s][^,\[\]{}"\x00-\x1f]*?)(?=, |: |[\]}]|\Z)'          # plain
+    r'|([^,\[\]{}":\s\x00-\x1f][^,\[\]{}":\x00-\x1f]*(?::(?! )[^,\[\]{}":\x00-\x1f]*)*)'  # plain
 )
 _SEPARATORS = re.compile(r"(?:[\[\]{}]|, |: )*")
 """What may stand between tokens: brackets, ``, `` and ``: `` — nothing else."""
@@ -133,7 +154,7 @@ def _plain_json(token: str) -> str | None:
     if _INT.fullmatch(token):
         return token if len(token) <= 4000 else None  # past Python's int digit limit
     if len(token) <= _SIMPLE_KEY_MAX and is_plain_str(token):
-        return json.dumps(token, ensure_ascii=False)
+        return '"' + token + '"'  # the plain shape has no quote, backslash or control
     return None
 
 
@@ -162,6 +183,66 @@ def _to_json(text: str) -> str | None:
     return out
 
 
+# The common case without a Python call per token: a value made only of brackets,
+# separators and plain tokens that are certainly strings, whole numbers or null/true/false
+# is turned into JSON by a few C-level substitutions. Anything else takes `_to_json`.
+_R = r"[A-Za-z0-9_/.@()+'-]"
+_SIMPLE_TOKEN = rf"[A-Za-z0-9_/(-]{_R}*(?:[: ]{_R}+)*"
+# Atomic token, possessive repetition: a token is never re-split, so a line that does
+# not match fails in linear time (no backtracking).
+_SIMPLE_VALUE = re.compile(rf"(?:[\[\]{{}}]|, |: |(?>{_SIMPLE_TOKEN}))*+")
+_SIMPLE_TOKEN_RE = re.compile(_SIMPLE_TOKEN)
+_QUOTED_INT = re.compile(r'"(0|-?[1-9][0-9]*)"')
+_NOT_SIMPLY_STRING = re.compile(
+    r"(?:^|(?<=[\[{ ]))(?:"
+    r"(?!(?:0|-?[1-9][0-9]*)(?:[,\]}]|: |$))[-+.0-9]"  # numbers other than whole ones
+    r"|(?:yes|Yes|YES|no|No|NO|True|TRUE|False|FALSE|on|On|ON|off|Off|OFF|Null|NULL)"
+    r"(?:[,\]}]|: |$))"
+)
+
+
+def _simple_json(text: str) -> str | None:
+    if len(text) > _SIMPLE_KEY_MAX or not _SIMPLE_VALUE.fullmatch(text) \
+            or _NOT_SIMPLY_STRING.search(text):
+        return None
+    out = _QUOTED_INT.sub(r"\1", _SIMPLE_TOKEN_RE.sub(r'"\g<0>"', text))
+    return out.replace('"null"', "null").replace('"true"', "true").replace('"false"', "false")
+
+
+_ITEM = "\x00item"
+_LIST = "\x00list"
+
+
+@lru_cache(maxsize=8192)
+def _line(line: str) -> tuple[str, str] | None:
+    """One front-matter line as (key, JSON value), (_LIST, key) or (_ITEM, JSON), or None.
+
+    Cached: lines such as ``status: active`` or an empty ``relations`` repeat across
+    thousands of records."""
+    if _MUST_ESCAPE.search(line):
+        return None  # tabs, control characters, odd line breaks: leave them to PyYAML
+    if line.startswith("  - "):
+        if line[4:5] not in ("{", "["):
+            return None
+        item = _simple_json(line[4:]) or _to_json(line[4:])
+        return None if item is None else (_ITEM, item)
+    m = _KEY_LINE.fullmatch(line)
+    if m is None:
+        return None
+    key, rest = m.group(1), m.group(2)
+    if not is_plain_str(key):
+        return None
+    if rest is None:
+        return (_LIST, key)
+    if rest[:1] in "{[":
+        value = _simple_json(rest) or _to_json(rest)
+    elif rest[:1] == '"':
+        value = _to_json(rest)
+    else:
+        value = _plain_json(rest)
+    return None if value is None else (key, value)
+
+
 def fast_load(front_matter: str) -> dict[str, Any] | None:
     """Read canonical front matter; ``None`` when it is not in the canonical subset."""
     entries: list[str] = []
@@ -171,21 +252,17 @@ def fast_load(front_matter: str) -> dict[str, Any] | None:
     for line in front_matter.split("\n"):
         if not line:
             continue
-        if _MUST_ESCAPE.search(line):
-            return None  # tabs, control characters, odd line breaks: leave them to PyYAML
-        if line.startswith("  - "):
-            if list_key is None or line[4:5] not in ("{", "["):
-                return None
-            item = _to_json(line[4:])
-            if item is None:
-                return None
-            items.append(item)
-            continue
-        m = _KEY_LINE.fullmatch(line)
-        if m is None:
+        parsed = _line(line)
+        if parsed is None:
             return None
-        key, rest = m.group(1), m.group(2)
-        if key in keys or not is_plain_str(key):
+        first, second = parsed
+        if first == _ITEM:
+            if list_key is None:
+                return None
+            items.append(second)
+            continue
+        key = second if first == _LIST else first
+        if key in keys:
             return None
         keys.add(key)
         if list_key is not None:
@@ -193,13 +270,10 @@ def fast_load(front_matter: str) -> dict[str, Any] | None:
                 return None  # `key:` with no items is null in YAML; never written that way
             entries.append(f'"{list_key}":[{",".join(items)}]')
             list_key, items = None, []
-        if rest is None:
-            list_key = key
-            continue
-        value = _to_json(rest) if rest[:1] in '{["' else _plain_json(rest)
-        if value is None:
-            return None
-        entries.append(f'"{key}":{value}')
+        if first == _LIST:
+            list_key = second
+        else:
+            entries.append(f'"{key}":{second}')
     if list_key is not None:
         if not items:
             return None

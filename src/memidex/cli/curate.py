@@ -1,0 +1,165 @@
+"""The curation commands (``knowledge confirm|supersede|deprecate|quarantine|release|purge``)
+and ``memidex daemon``: thin typer commands over :class:`memidex.app.Memidex`.
+
+Registered by importing this module from :mod:`memidex.cli.main` (after ``app`` and
+``knowledge`` exist). Errors are raised, never turned into exit codes here.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from memidex.cli.main import JsonOpt, _memidex, app, knowledge
+
+__all__: list[str] = []
+
+IdArg = Annotated[str, typer.Argument(metavar="ID", help="A record id or a unique prefix "
+                                      "of one.")]
+WaitOpt = Annotated[
+    float,
+    typer.Option("--wait", min=0, help="Seconds to wait for the writer lease (or for a "
+                 "running daemon to apply the change) before giving up with exit 3."),
+]
+OrdinalOpt = Annotated[
+    int | None,
+    typer.Option("--ordinal", min=0, help="Run ordinal where the change takes effect."),
+]
+
+
+def _done(result: Any, json_out: bool) -> None:
+    if json_out:
+        from memidex.cli.render import print_json
+
+        print_json(result.as_dict())
+    else:
+        sys.stdout.write(f"{result.change} {result.id} ({result.status})\n  {result.path}\n")
+
+
+@knowledge.command()
+def confirm(
+    record_id: IdArg,
+    run_ordinal: Annotated[
+        int | None,
+        typer.Option("--run-ordinal", min=0, help="The run that confirmed it (default: the "
+                     "later of valid.from and the current last_confirmed)."),
+    ] = None,
+    wait: WaitOpt = 10.0,
+    json_out: JsonOpt = False,
+) -> None:
+    """Count one more confirmation: trust.confirmations + 1, trust.last_confirmed set to
+    the run ordinal, and a candidate becomes active."""
+    with _memidex() as m:
+        m.wait = wait
+        result = m.confirm(record_id, run_ordinal=run_ordinal)
+    _done(result, json_out)
+
+
+@knowledge.command()
+def supersede(
+    record_id: IdArg,
+    title: Annotated[str | None, typer.Option("--title", "-t", help="The new version's "
+                                              "title (a new version of this record).")
+                     ] = None,
+    body: Annotated[str | None, typer.Option("--body", "-b", help="The new version's text "
+                                             "(default: empty).")] = None,
+    by: Annotated[str | None, typer.Option("--by", metavar="OTHER_ID", help="The record "
+                                           "(about another subject) that replaces this one."
+                                           )] = None,
+    ordinal: OrdinalOpt = None,
+    wait: WaitOpt = 10.0,
+    json_out: JsonOpt = False,
+) -> None:
+    """Supersede a record, in place or by another record.
+
+    With --title: a new version of the same record from --ordinal N on; the current
+    version moves into `history` with its window closed at N. With --by OTHER_ID: the
+    record becomes superseded (valid.until, relations.superseded_by) and OTHER lists it in
+    relations.supersedes, as one change set.
+    """
+    with _memidex() as m:
+        m.wait = wait
+        result = m.supersede(record_id, title=title, body=body, ordinal=ordinal, by=by)
+    _done(result, json_out)
+
+
+@knowledge.command()
+def deprecate(
+    record_id: IdArg,
+    ordinal: Annotated[int | None, typer.Option("--ordinal", min=0, help="Close its "
+                                                "validity window here (valid.until).")
+                       ] = None,
+    wait: WaitOpt = 10.0,
+    json_out: JsonOpt = False,
+) -> None:
+    """Mark a record deprecated (no longer served)."""
+    with _memidex() as m:
+        m.wait = wait
+        result = m.deprecate(record_id, ordinal=ordinal)
+    _done(result, json_out)
+
+
+@knowledge.command()
+def quarantine(record_id: IdArg, wait: WaitOpt = 10.0, json_out: JsonOpt = False) -> None:
+    """Quarantine a record: never served, kept for a person to look at."""
+    with _memidex() as m:
+        m.wait = wait
+        result = m.quarantine(record_id)
+    _done(result, json_out)
+
+
+@knowledge.command()
+def release(record_id: IdArg, wait: WaitOpt = 10.0, json_out: JsonOpt = False) -> None:
+    """Release a quarantined record back to its previous status (superseded when it names
+    a replacement, deprecated when its window is closed, else active)."""
+    with _memidex() as m:
+        m.wait = wait
+        result = m.release(record_id)
+    _done(result, json_out)
+
+
+@knowledge.command()
+def purge(record_id: IdArg, wait: WaitOpt = 10.0, json_out: JsonOpt = False) -> None:
+    """Delete a record and every trace of it: the file (through the fenced writer), its
+    index rows, its queued corrections and journal entries.
+
+    A maintenance command: refuses at once (exit 3) while `memidex daemon` holds the
+    writer lease; waits up to --wait for any other writer.
+    """
+    with _memidex() as m:
+        m.wait = wait
+        result = m.purge(record_id)
+    _done(result, json_out)
+
+
+@app.command()
+def daemon(
+    once: Annotated[bool, typer.Option("--once", help="Apply what is queued, then exit.")
+                    ] = False,
+    wait: Annotated[float, typer.Option("--wait", min=0, help="Seconds to wait for the "
+                                        "writer lease before giving up with exit 3.")
+                    ] = 10.0,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object (what it "
+                                           "applied) on stdout when it stops.")] = False,
+) -> None:
+    """Hold the writer lease and apply the corrections other commands queue.
+
+    While it runs, record-writing commands hand their changes to it through
+    queue/corrections/ and wait for it; maintenance commands (rebuild-index, purge)
+    refuse at once. Stops cleanly on SIGTERM or Ctrl-C, releasing the lease; exits 3 if
+    it finds it lost the lease (paused past the TTL and taken over).
+    """
+
+    def log(line: str) -> None:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+    with _memidex() as m:
+        m.wait = wait
+        report = m.daemon(once=once, log=log)
+    if json_out:
+        from memidex.cli.render import print_json
+
+        print_json(report.as_dict())

@@ -1,0 +1,322 @@
+"""Handing corrections to a running ``memidex daemon`` (SPEC §6, ``docs/lease.md``).
+
+While a daemon holds the writer lease, a record-writing command does not wait for the
+lease: it writes its change set (the canonical text of every record it writes, every
+removal, and the content hash each file must have) as one item in
+``queue/corrections/``, and waits for the daemon's marker. Layout under the knowledge
+folder's ``queue/`` (ignored by git, derived):
+
+* ``daemon.json`` — written by a daemon once it holds the lease: pid, start time, boot
+  id, host, epoch. A daemon counts as *live* only while the lease's holder row names the
+  same pid and epoch, is alive and its heartbeat is fresh (:func:`live_daemon`).
+* ``corrections/<id>.item.json`` — one queued change set, written atomically.
+* ``corrections/<id>.done.json`` / ``<id>.failed.json`` — the outcome, written by
+  whoever applied it (the daemon, or the submitter itself when the daemon went away);
+  the submitter reads it and deletes it.
+
+Applying an item is idempotent: a write whose file already holds the record is skipped,
+a removal of a file already gone is skipped, and an item with a marker is not applied
+again. So an item may be applied by any lease holder, any number of times.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memidex import errors
+from memidex.errors import InvalidInputError, LeaseError, MemidexError, RecordError
+from memidex.lease import atomic_write, current_process, lease_status
+from memidex.records.codec import dump_record, parse_record_bytes
+
+if TYPE_CHECKING:
+    from memidex.store import Store
+    from memidex.writer import Change, WriterSession
+
+__all__ = [
+    "CORRECTIONS_DIR",
+    "DAEMON_FILE",
+    "DaemonInfo",
+    "Outcome",
+    "Queue",
+    "apply_item",
+    "live_daemon",
+]
+
+CORRECTIONS_DIR = "corrections"
+DAEMON_FILE = "daemon.json"
+ITEM_SUFFIX = ".item.json"
+DONE_SUFFIX = ".done.json"
+FAILED_SUFFIX = ".failed.json"
+MARKER_MAX_AGE = 3600.0  # markers nobody collected are removed by the next daemon
+
+
+def _dump(data: Any) -> bytes:
+    return (json.dumps(data, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+# --- the daemon's presence -------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonInfo:
+    """A daemon that holds the writer lease right now."""
+
+    pid: int
+    epoch: int
+    heartbeat_age: float
+
+    def describe(self) -> str:
+        return (f"writer lease is held by pid {self.pid} (epoch {self.epoch}, heartbeat "
+                f"{self.heartbeat_age:.1f}s ago)")
+
+
+def write_daemon_file(queue_dir: Path, epoch: int) -> None:
+    """Announce that this process is a daemon holding the lease at ``epoch``."""
+    me = current_process()
+    queue_dir.mkdir(parents=True, exist_ok=True)
+    data = {"pid": me.pid, "pid_start": me.start, "boot_id": me.boot_id, "host": me.host,
+            "epoch": epoch, "started": round(time.time(), 3)}
+    atomic_write(queue_dir / DAEMON_FILE, _dump(data), durable=False)
+
+
+def remove_daemon_file(queue_dir: Path, epoch: int) -> None:
+    """Remove ``daemon.json`` if it still names this process at ``epoch``."""
+    path = queue_dir / DAEMON_FILE
+    data = _read_json(path)
+    if data is not None and data.get("pid") == os.getpid() and data.get("epoch") == epoch:
+        path.unlink(missing_ok=True)
+
+
+def live_daemon(store: Store) -> DaemonInfo | None:
+    """The daemon holding ``store``'s writer lease, or None (no daemon, or it is dead,
+    paused past its TTL, or no longer the holder). Never writes."""
+    data = _read_json(store.queue_dir / DAEMON_FILE)
+    if data is None:
+        return None
+    status = lease_status(store.knowledge)
+    if not status["held"] or status["pid"] != data.get("pid"):
+        return None
+    if status["epoch"] != data.get("epoch") or not status["alive"] or status.get("stale"):
+        return None
+    age = status["heartbeat_age_seconds"]
+    return DaemonInfo(int(data["pid"]), int(data["epoch"]),
+                      float(age) if isinstance(age, int | float) else 0.0)
+
+
+# --- the corrections queue -------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What the applier wrote in an item's marker."""
+
+    ok: bool
+    changed: tuple[bool, ...] = ()
+    error: str = ""
+    exit_code: int = errors.EXIT_LEASE
+    message: str = ""
+    hint: str | None = None
+    applied_by: int | None = None
+
+    def raise_for_failure(self) -> None:
+        """Raise the applier's error again, with its exit code, in the submitter."""
+        if self.ok:
+            return
+        cls = getattr(errors, self.error, None)
+        if not (isinstance(cls, type) and issubclass(cls, MemidexError)) or cls in (
+                RecordError, errors.ProblemsFound):
+            cls = {errors.EXIT_USAGE: errors.UsageError, errors.EXIT_LEASE: LeaseError,
+                   errors.EXIT_PROBLEMS: errors.StorageError}.get(self.exit_code,
+                                                                   InvalidInputError)
+        raise cls(self.message, hint=self.hint)
+
+
+def encode_change(store: Store, change: Change) -> dict[str, Any]:
+    from memidex.writer import Write
+
+    if isinstance(change, Write):
+        r = change.record
+        return {"op": "write", "path": store.rel(store.record_path(r.kind, r.id)),
+                "data": dump_record(r), "expected": change.expected}
+    return {"op": "remove", "path": change.relpath, "expected": change.expected}
+
+
+def decode_change(data: Any) -> Change:
+    """One queued change back; :class:`InvalidInputError` when it is malformed."""
+    from memidex.writer import Remove, Write
+
+    try:
+        op, path, expected = data["op"], data["path"], data.get("expected", False)
+        if not isinstance(path, str) or not (expected is None or isinstance(expected, bool | str)):
+            raise TypeError("bad path or expected hash")
+        if expected is True:
+            raise TypeError("bad expected hash")
+        if op == "write":
+            text = data["data"]
+            if not isinstance(text, str):
+                raise TypeError("no record text")
+            return Write(parse_record_bytes(text.encode("utf-8"), path), expected)
+        if op == "remove":
+            return Remove(path, expected)
+        raise ValueError(f"unknown op {op!r}")
+    except RecordError as exc:
+        raise InvalidInputError(f"queued record is invalid: {exc.message}") from None
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidInputError(f"queued correction is malformed: {exc}") from None
+
+
+class Queue:
+    """``queue/corrections/`` of one knowledge folder."""
+
+    def __init__(self, queue_dir: Path) -> None:
+        self.dir = queue_dir / CORRECTIONS_DIR
+
+    def item_path(self, item_id: str) -> Path:
+        return self.dir / f"{item_id}{ITEM_SUFFIX}"
+
+    def _marker(self, item_id: str, ok: bool) -> Path:
+        return self.dir / f"{item_id}{DONE_SUFFIX if ok else FAILED_SUFFIX}"
+
+    def submit(self, command: str, changes: Sequence[dict[str, Any]]) -> str:
+        """Queue one change set (atomically); returns its id."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        item_id = f"{time.time_ns():020d}-{os.getpid()}-{secrets.token_hex(4)}"
+        data = {"version": 1, "id": item_id, "command": command, "submitter": os.getpid(),
+                "created": round(time.time(), 3), "changes": list(changes)}
+        atomic_write(self.item_path(item_id), _dump(data))
+        return item_id
+
+    def pending(self) -> list[str]:
+        """Ids of queued items, oldest first."""
+        try:
+            names = os.listdir(self.dir)
+        except FileNotFoundError:
+            return []
+        return sorted(n[: -len(ITEM_SUFFIX)] for n in names if n.endswith(ITEM_SUFFIX))
+
+    def load(self, item_id: str) -> dict[str, Any] | None:
+        return _read_json(self.item_path(item_id))
+
+    def has_marker(self, item_id: str) -> bool:
+        return self._marker(item_id, True).exists() or self._marker(item_id, False).exists()
+
+    def finish(self, item_id: str, outcome: Outcome) -> None:
+        """Write the marker, then drop the item (a crash in between leaves both: the next
+        applier sees the marker and only drops the item)."""
+        data = {"ok": outcome.ok, "changed": list(outcome.changed), "error": outcome.error,
+                "exit_code": outcome.exit_code, "message": outcome.message,
+                "hint": outcome.hint, "applied_by": os.getpid()}
+        atomic_write(self._marker(item_id, outcome.ok), _dump(data), durable=False)
+        self.drop(item_id)
+
+    def drop(self, item_id: str) -> None:
+        self.item_path(item_id).unlink(missing_ok=True)
+
+    def take_outcome(self, item_id: str) -> Outcome | None:
+        """The item's outcome (its marker is deleted), or None while there is none."""
+        for ok in (True, False):
+            path = self._marker(item_id, ok)
+            data = _read_json(path)
+            if data is None:
+                continue
+            path.unlink(missing_ok=True)
+            hint = data.get("hint")
+            return Outcome(
+                ok=bool(data.get("ok")), changed=tuple(bool(c) for c in data.get("changed", ())),
+                error=str(data.get("error", "")),
+                exit_code=int(data.get("exit_code", errors.EXIT_LEASE)),
+                message=str(data.get("message", "")),
+                hint=hint if isinstance(hint, str) else None,
+                applied_by=data.get("applied_by"))
+        return None
+
+    def wait_for(self, item_id: str, deadline: float, still_live: Callable[[], bool],
+                 *, poll: float = 0.02, check_every: float = 0.25) -> Outcome | None:
+        """Wait for the item's marker until ``deadline`` (monotonic) or until
+        ``still_live()`` says the daemon went away; None then."""
+        next_check = time.monotonic() + check_every
+        while True:
+            outcome = self.take_outcome(item_id)
+            if outcome is not None:
+                return outcome
+            now = time.monotonic()
+            if now >= deadline:
+                return None
+            if now >= next_check:
+                if not still_live():
+                    return self.take_outcome(item_id)
+                next_check = now + check_every
+            time.sleep(min(poll, max(0.0, deadline - now)))
+
+    def cleanup(self, *, max_age: float = MARKER_MAX_AGE) -> list[str]:
+        """Remove markers and temp files nobody collected for ``max_age`` seconds."""
+        removed: list[str] = []
+        try:
+            entries = list(os.scandir(self.dir))
+        except FileNotFoundError:
+            return removed
+        now = time.time()
+        for entry in entries:
+            name = entry.name
+            if not name.endswith((DONE_SUFFIX, FAILED_SUFFIX, ".tmp")):
+                continue
+            with contextlib.suppress(OSError):
+                if now - entry.stat().st_mtime > max_age:
+                    Path(entry.path).unlink(missing_ok=True)
+                    removed.append(name)
+        return removed
+
+
+def apply_item(session: WriterSession, queue: Queue, item_id: str) -> Outcome | None:
+    """Apply one queued item inside ``session`` and write its marker.
+
+    Returns the outcome, or None when the item is gone or already had a marker. Lease
+    errors (a lost lease, a fence) propagate and leave the item queued; any other
+    :class:`MemidexError` is recorded as the item's failure.
+    """
+    if queue.has_marker(item_id):
+        queue.drop(item_id)
+        return None
+    data = queue.load(item_id)
+    if data is None:
+        if queue.item_path(item_id).exists():  # unreadable: tell the submitter
+            outcome = Outcome(ok=False, error="InvalidInputError", exit_code=errors.EXIT_INVALID,
+                              message=f"queued correction {item_id} is unreadable")
+            queue.finish(item_id, outcome)
+            return outcome
+        return None
+    try:
+        raw = data.get("changes")
+        if not isinstance(raw, list):
+            raise InvalidInputError(f"queued correction {item_id} has no changes")
+        changes = [decode_change(c) for c in raw]
+        done = session.apply(changes, command=f"{data.get('command', 'queued')} (daemon)")
+    except LeaseError:
+        raise  # lost or fenced: write nothing more; the item stays queued
+    except MemidexError as exc:  # a conflict, an invalid item: the submitter is told
+        outcome = _failure(exc)
+    else:
+        outcome = Outcome(ok=True, changed=tuple(done))
+    queue.finish(item_id, outcome)
+    return outcome
+
+
+def _failure(exc: MemidexError) -> Outcome:
+    return Outcome(ok=False, error=type(exc).__name__, exit_code=exc.exit_code,
+                   message=exc.message, hint=exc.hint)
