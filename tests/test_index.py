@@ -332,6 +332,8 @@ def _age(root: Path) -> None:
     for base in (root / "agent-qa-knowledge/memory/records", root / "policies"):
         for p in [base, *base.rglob("*")]:
             os.utime(p, (OLD, OLD))
+    if (root / ".git/index").exists():
+        os.utime(root / ".git/index", (OLD, OLD))
 
 
 def _git_repo_with_records(repo: Path, n: int = 3) -> list[Path]:

@@ -3,19 +3,25 @@
 Two methods, reported by ``doctor``:
 
 ``git``
-    The records live in a git work tree. A snapshot remembers the HEAD commit and the
-    mtime of every folder it scanned. Next time, only these are looked at closely:
-    folders whose mtime moved (a file was added, deleted or replaced — git checkout,
-    git pull and memidex's own writer all replace files), or moved within the last two
-    seconds of the snapshot (their mtime cannot be trusted yet); the paths ``git status``
-    reports as modified, staged or untracked; and, when HEAD moved, the paths that differ
-    between the two commits. ``git status`` compares every tracked file's stat with its
-    own index in C, which is what makes this fast at 100,000 records.
-``stat``
-    No git: every file is stat-ed (size, mtime, inode) on every command.
+    Every record and policy file is visible to git. The snapshot remembers the HEAD
+    commit, the mtime of git's index file, the mtime of each folder, the files that are
+    not tracked by git, and the paths git named last time. Suspects are:
 
-Either way the caller then stats each suspect, and hashes it only when its stat differs
-from what the index recorded (or is too recent to trust).
+    * tracked files whose work-tree stat or content differs from git's index
+      (``git diff-files`` — git compares every tracked file's stat with its own index,
+      in C, the fastest such check there is);
+    * when git's index file changed: files staged with other content than HEAD;
+    * when HEAD moved: the paths that differ between the two commits;
+    * in a folder whose mtime moved (or is too recent to trust): names added or gone;
+    * files git does not track (each is stat-ed);
+    * whatever git named last time (a file may have been put back as committed).
+
+    Any other file is byte for byte what git has, as it was when the index last looked.
+``stat``
+    No git, or some files git cannot see (ignored): every file is a suspect.
+
+The caller then stats each suspect, and hashes it only when its stat differs from what
+the index recorded (or is too recent to trust).
 """
 
 from __future__ import annotations
@@ -24,23 +30,32 @@ import json
 import os
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["RACY_NS", "Snapshot", "Suspects", "dir_mtimes", "suspects", "take_snapshot"]
+__all__ = ["MAX_GIT_SUSPECTS", "RACY_NS", "Snapshot", "Suspects", "suspects", "take_snapshot"]
 
 RACY_NS = 2_000_000_000
+"""A file or folder modified this close to a look may change again within its mtime tick."""
 MAX_GIT_SUSPECTS = 5000
+"""Past this many suspects a full stat scan is cheaper than looking at each."""
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
 @dataclass
 class Snapshot:
     method: str = "stat"
     head: str | None = None
-    dirs: dict[str, int] = field(default_factory=dict)  # root-relative folder -> mtime_ns
+    git_index_mtime: int = 0
+    dirs: dict[str, int] = field(default_factory=dict)
+    untracked: list[str] = field(default_factory=list)
+    named: list[str] = field(default_factory=list)
     scan_ns: int = 0
 
     def to_json(self) -> str:
-        return json.dumps({"method": self.method, "head": self.head, "dirs": self.dirs,
+        return json.dumps({"method": self.method, "head": self.head,
+                           "git_index_mtime": self.git_index_mtime, "dirs": self.dirs,
+                           "untracked": self.untracked, "named": self.named,
                            "scan_ns": self.scan_ns}, sort_keys=True, separators=(",", ":"))
 
     @classmethod
@@ -48,30 +63,37 @@ class Snapshot:
         if not text:
             return None
         try:
-            data = json.loads(text)
-            return cls(method=str(data["method"]), head=data["head"],
-                       dirs={str(k): int(v) for k, v in data["dirs"].items()},
-                       scan_ns=int(data["scan_ns"]))
+            d = json.loads(text)
+            return cls(method=str(d["method"]), head=d["head"],
+                       git_index_mtime=int(d["git_index_mtime"]),
+                       dirs={str(k): int(v) for k, v in d["dirs"].items()},
+                       untracked=[str(p) for p in d["untracked"]],
+                       named=[str(p) for p in d["named"]], scan_ns=int(d["scan_ns"]))
         except (ValueError, KeyError, TypeError, AttributeError):
             return None
+
+    def same_state(self, other: Snapshot) -> bool:
+        """Equal in everything but the time of the look."""
+        return (self.method, self.head, self.git_index_mtime, self.dirs, self.untracked,
+                self.named) == (other.method, other.head, other.git_index_mtime, other.dirs,
+                                other.untracked, other.named)
 
 
 @dataclass
 class Suspects:
-    """What to look at: ``full`` (everything), or these folders and these paths."""
+    """What to look at: ``full`` (everything), or these paths; and the next snapshot."""
 
     method: str
     full: bool = False
-    dirs: list[str] = field(default_factory=list)
     paths: set[str] = field(default_factory=set)
-    head: str | None = None
+    snapshot: Snapshot | None = None
     reason: str = ""
 
 
 def _git(root: str, *args: str) -> str | None:
     try:
         out = subprocess.run(["git", "--no-optional-locks", *args], cwd=root,
-                             capture_output=True, check=False, timeout=30,
+                             capture_output=True, check=False, timeout=60,
                              env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"})
     except (OSError, subprocess.SubprocessError):
         return None
@@ -80,103 +102,108 @@ def _git(root: str, *args: str) -> str | None:
     return out.stdout.decode("utf-8", "surrogateescape")
 
 
-def _git_status(root: str, paths: list[str]) -> tuple[str | None, set[str]] | None:
-    """(HEAD commit or None, paths git reports as changed in any way), or None (no git)."""
-    out = _git(root, "status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all",
-               "--ignored=no", "--", *paths)
-    if out is None:
+def _names(out: str | None) -> set[str] | None:
+    return None if out is None else {p for p in out.split("\0") if p}
+
+
+def _head(root: str) -> str | None:
+    out = _git(root, "rev-parse", "-q", "--verify", "HEAD")
+    return out.strip() if out else None
+
+
+def _git_index_mtime(root: str) -> int | None:
+    path = _git(root, "rev-parse", "--git-path", "index")
+    if path is None:
         return None
-    head: str | None = None
-    found: set[str] = set()
-    entries = out.split("\0")
-    i = 0
-    while i < len(entries):
-        entry = entries[i]
-        i += 1
-        if not entry:
-            continue
-        if entry.startswith("# branch.oid "):
-            oid = entry[len("# branch.oid "):]
-            head = None if oid == "(initial)" else oid
-        elif entry.startswith("1 "):
-            found.add(entry.split(" ", 8)[8])
-        elif entry.startswith("2 "):
-            found.add(entry.split(" ", 9)[9])
-            if i < len(entries):
-                found.add(entries[i])  # the original path of a rename
-                i += 1
-        elif entry.startswith("u "):
-            found.add(entry.split(" ", 10)[10])
-        elif entry.startswith("? "):
-            found.add(entry[2:])
-    return head, found
+    try:
+        return os.stat(os.path.join(root, path.strip())).st_mtime_ns
+    except OSError:
+        return 0
 
 
-def dir_mtimes(root: str, tops: list[str]) -> dict[str, int]:
-    """Every folder under ``tops`` (root-relative), with its mtime; hidden ones skipped."""
-    out: dict[str, int] = {}
-    stack = [t for t in tops if os.path.isdir(os.path.join(root, t))]
-    while stack:
-        rel = stack.pop()
-        full = os.path.join(root, rel)
+def _dir_mtimes(root: str, dirs: list[str]) -> dict[str, int]:
+    out = {}
+    for rel in dirs:
         try:
-            out[rel] = os.stat(full).st_mtime_ns
-            with os.scandir(full) as it:
-                for entry in it:
-                    if entry.name.startswith(".") or entry.is_symlink():
-                        continue
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append(f"{rel}/{entry.name}")
+            out[rel] = os.stat(os.path.join(root, rel)).st_mtime_ns
         except OSError:
             continue
     return out
 
 
-def take_snapshot(root: str, tops: list[str], dirs: dict[str, int] | None = None,
-                  head: str | None = None, method: str | None = None) -> Snapshot:
-    """The state to compare against next time (call after scanning)."""
-    if method is None:
-        status = _git_status(root, tops)
-        method = "stat" if status is None else "git"
-        if status is not None:
-            head = status[0]
-    return Snapshot(method=method, head=head,
-                    dirs=dirs if dirs is not None else dir_mtimes(root, tops),
-                    scan_ns=time.time_ns())
+def take_snapshot(root: str, tops: list[str], paths: set[str], dirs: list[str]) -> Snapshot:
+    """The state to compare against next time, after a full scan found ``paths`` in
+    ``dirs``. The git method is chosen only when git can see every one of those files."""
+    now = time.time_ns()
+    index_mtime = _git_index_mtime(root)
+    tracked = _names(_git(root, "ls-files", "-z", "--", *tops))
+    if index_mtime is None or tracked is None:
+        return Snapshot(method="stat", scan_ns=now)
+    others = _names(_git(root, "ls-files", "-z", "--others", "--exclude-standard", "--",
+                         *tops))
+    if others is None or not paths <= tracked | others:
+        return Snapshot(method="stat", scan_ns=now)  # some files are ignored by git
+    named = _names(_git(root, "diff-files", "--name-only", "-z", "--", *tops)) or set()
+    return Snapshot(method="git", head=_head(root), git_index_mtime=index_mtime,
+                    dirs=_dir_mtimes(root, dirs), untracked=sorted(paths - tracked),
+                    named=sorted(named), scan_ns=now)
 
 
-def suspects(root: str, tops: list[str], snap: Snapshot | None) -> Suspects:
+def suspects(root: str, tops: list[str], snap: Snapshot | None,
+             stored_names: Callable[[str], set[str]]) -> Suspects:
+    """The paths to look at since ``snap``; ``stored_names(folder)`` gives the file names
+    the index holds directly in a folder."""
     if snap is None or snap.method != "git":
         return Suspects(method="stat", full=True, reason="no git snapshot")
-    status = _git_status(root, tops)
-    if status is None:
+    now = time.time_ns()
+    index_mtime = _git_index_mtime(root)
+    modified = _names(_git(root, "diff-files", "--name-only", "-z", "--", *tops))
+    if index_mtime is None or modified is None:
         return Suspects(method="stat", full=True, reason="git is not available here")
-    head, paths = status
-    result = Suspects(method="git", head=head)
-    if head != snap.head:
-        if snap.head is None or head is None:
-            return Suspects(method="git", full=True, head=head, reason="HEAD appeared")
-        diff = _git(root, "diff", "--name-only", "-z", "--no-renames", snap.head, head,
-                    "--", *tops)
-        if diff is None:
-            return Suspects(method="git", full=True, head=head, reason="HEAD moved")
-        paths.update(p for p in diff.split("\0") if p)
-    if len(paths) > MAX_GIT_SUSPECTS:
-        return Suspects(method="git", full=True, head=head,
-                        reason=f"{len(paths)} files differ from git")
-    # Only the folders seen last time are stat-ed: a new sub-folder moves its parent's mtime.
+    head = _head(root)
+    paths = modified | set(snap.named) | set(snap.untracked)
     racy_after = snap.scan_ns - RACY_NS
+    if head != snap.head or index_mtime != snap.git_index_mtime or \
+            index_mtime >= racy_after:
+        staged = _names(_git(root, "diff-index", "--cached", "--name-only", "-z",
+                             head or EMPTY_TREE, "--", *tops))
+        if staged is None:
+            return Suspects(method="git", full=True, reason="git diff-index failed")
+        paths |= staged
+        if head != snap.head:
+            if snap.head is None or head is None:
+                return Suspects(method="git", full=True, reason="HEAD appeared or vanished")
+            moved = _names(_git(root, "diff", "--name-only", "-z", "--no-renames", snap.head,
+                                head, "--", *tops))
+            if moved is None:
+                return Suspects(method="git", full=True, reason="HEAD moved too far")
+            paths |= moved
+    dirs = dict(snap.dirs)
+    added: set[str] = set()
     for rel, old in snap.dirs.items():
         try:
             mtime = os.stat(os.path.join(root, rel)).st_mtime_ns
         except OSError:
-            result.dirs.append(rel)
+            return Suspects(method="git", full=True, reason=f"{rel} is gone")
+        if mtime == old and mtime < racy_after:
             continue
-        if mtime != old or mtime >= racy_after:
-            result.dirs.append(rel)
-    for top in tops:
-        if top not in snap.dirs and os.path.isdir(os.path.join(root, top)):
-            result.dirs.append(top)
-    result.dirs.sort()
-    result.paths = paths
-    return result
+        dirs[rel] = mtime
+        try:
+            names = {n for n in os.listdir(os.path.join(root, rel)) if not n.startswith(".")}
+        except OSError:
+            return Suspects(method="git", full=True, reason=f"cannot list {rel}")
+        stored = stored_names(rel)
+        new = names - stored
+        for name in new:
+            if f"{rel}/{name}" not in dirs and os.path.isdir(os.path.join(root, rel, name)):
+                return Suspects(method="git", full=True, reason="a new folder appeared")
+        added |= {f"{rel}/{n}" for n in new if f"{rel}/{n}" not in dirs}
+        paths |= {f"{rel}/{n}" for n in stored - names}
+    paths |= added
+    if len(paths) > MAX_GIT_SUSPECTS:
+        return Suspects(method="git", full=True, reason=f"{len(paths)} files to look at")
+    untracked = sorted(p for p in set(snap.untracked) | added
+                       if os.path.lexists(os.path.join(root, p)))
+    nxt = Snapshot(method="git", head=head, git_index_mtime=index_mtime, dirs=dirs,
+                   untracked=untracked, named=sorted(modified), scan_ns=now)
+    return Suspects(method="git", paths=paths, snapshot=nxt)

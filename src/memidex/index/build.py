@@ -29,7 +29,7 @@ from memidex.index.db import (
 )
 from memidex.index.schema import POST_LOAD, SCHEMA_VERSION, TOKENIZER
 from memidex.records.model import Policy, Record
-from memidex.staleness import RACY_NS, Snapshot, Suspects, suspects, take_snapshot
+from memidex.staleness import RACY_NS, Snapshot, suspects, take_snapshot
 from memidex.store import FileStat, LoadedRecord, Store, swap_into_place
 
 __all__ = [
@@ -281,7 +281,7 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
             "memidex_version": __version__,
             "fingerprint": xor_hex(fingerprint),
             "built_at": str(scan_ns),
-            "snapshot": _snapshot(store, dirs, scan_ns).to_json(),
+            "snapshot": _full_snapshot(store, [*files, *policy_files], dirs).to_json(),
             "knowledge_dir": store.config.knowledge_dir,
             "policies_dir": store.config.policies_dir,
         })
@@ -329,15 +329,19 @@ def _swap(new: Path, target: Path) -> None:
 # --- incremental ---------------------------------------------------------------------
 
 
-def _snapshot(store: Store, dirs: dict[str, int], scan_ns: int,
-              suspects: Suspects | None = None) -> Snapshot:
-    tops = [store.records_rel, store.policies_rel]
-    if suspects is not None and suspects.method == "git":
-        snap = Snapshot(method="git", head=suspects.head, dirs=dirs)
-    else:
-        snap = take_snapshot(str(store.root), tops, dirs=dirs)
-    snap.scan_ns = scan_ns
-    return snap
+def _full_snapshot(store: Store, files: Sequence[FileStat], dirs: dict[str, int]
+                   ) -> Snapshot:
+    """The staleness snapshot after a scan of every file (``memidex.staleness``)."""
+    return take_snapshot(str(store.root), [store.records_rel, store.policies_rel],
+                         {f.relpath for f in files}, sorted(dirs))
+
+
+def _names_in(conn: sqlite3.Connection, folder: str) -> set[str]:
+    """The file names the index holds directly in ``folder``."""
+    start = len(folder) + 1
+    rows = conn.execute("SELECT path FROM files WHERE path > ? AND path < ?",
+                        (folder + "/", folder + "/\U0010ffff"))
+    return {p[start:] for (p,) in rows if "/" not in p[start:]}
 
 
 _FILE_COLS = "SELECT path, kind, size, mtime_ns, ino, sha256 FROM files"
@@ -366,15 +370,13 @@ class Changes:
     records: list[FileStat] = field(default_factory=list)
     policies: list[FileStat] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
-    problem_dirs: list[str] = field(default_factory=list)  # folders whose scan problems are new
-    problems: list[Problem] = field(default_factory=list)
-    dirs: dict[str, int] = field(default_factory=dict)
-    suspects: Suspects | None = None
-    scan_ns: int = 0
+    problems: list[Problem] | None = None  # folder-scan problems, when a full scan ran
+    snapshot: Snapshot | None = None
+    method: str = "stat"
 
     @property
     def empty(self) -> bool:
-        return not (self.records or self.policies or self.deleted or self.problem_dirs)
+        return not (self.records or self.policies or self.deleted or self.problems is not None)
 
 
 def _compare(store: Store, stored: Stored, current: list[FileStat], racy_after: int,
@@ -403,79 +405,52 @@ def _compare(store: Store, stored: Stored, current: list[FileStat], racy_after: 
 
 def detect_changes(store: Store, db: IndexDB) -> Changes:
     """Compare the files with what the index was built from (git or stat, then hash)."""
-    meta = db.meta()
-    snap = Snapshot.from_json(meta.get("snapshot"))
-    out = Changes(scan_ns=time.time_ns())
+    snap = Snapshot.from_json(db.meta().get("snapshot"))
     racy_after = (snap.scan_ns if snap else 0) - RACY_NS
     tops = [store.records_rel, store.policies_rel]
-    sus = suspects(str(store.root), tops, snap)
-    out.suspects = sus
     conn = db.conn
-    if sus.full or snap is None:
-        records, policies, problems, dirs = store.scan_all()
-        stored = _stored_files(conn)
-        seen = {f.relpath for f in records} | {f.relpath for f in policies}
-        _compare(store, stored, [*records, *policies], racy_after, store.policies_rel, out)
-        out.deleted = sorted(p for p in stored if p not in seen)
+    sus = suspects(str(store.root), tops, snap, lambda folder: _names_in(conn, folder))
+    out = Changes(method=sus.method)
+    if not sus.full:
+        paths = sorted(p for p in sus.paths if _watched(store, p))
+        if not any(os.path.islink(os.path.join(store.root, p)) for p in paths):
+            for path in paths:
+                fs = store.stat_file(path)
+                stored = _stored_one(conn, path)
+                if fs is None:
+                    out.deleted.extend(stored)
+                else:
+                    _compare(store, stored, [fs], racy_after, store.policies_rel, out)
+            out.deleted.sort()
+            out.snapshot = sus.snapshot
+            return out
+    records, policies, problems, dirs = store.scan_all()
+    stored_all = _stored_files(conn)
+    seen = {f.relpath for f in records} | {f.relpath for f in policies}
+    _compare(store, stored_all, [*records, *policies], racy_after, store.policies_rel, out)
+    out.deleted = sorted(p for p in stored_all if p not in seen)
+    if _scan_problems_differ(conn, problems):
         out.problems = problems
-        out.problem_dirs = sorted(dirs) if _scan_problems_differ(conn, problems, None) else []
-        out.dirs = dirs
-        return out
-    dirs = dict(snap.dirs)
-    queue = list(sus.dirs)
-    scanned: set[str] = set()
-    while queue:
-        rel = queue.pop()
-        if rel in scanned:
-            continue
-        scanned.add(rel)
-        scan = store.scan_dir(rel)
-        stored = {p: v for p, v in _stored_files(conn, rel).items()
-                  if "/" not in p[len(rel) + 1:]}
-        if scan.missing:
-            dirs.pop(rel, None)
-            out.deleted.extend(stored)
-            queue.extend(d for d in dirs if d.startswith(rel + "/"))
-        else:
-            dirs[rel] = scan.mtime_ns
-            queue.extend(d for d in scan.subdirs if d not in scanned)
-            here = {f.relpath for f in scan.files}
-            out.deleted.extend(p for p in stored if p not in here)
-            _compare(store, stored, scan.files, racy_after, store.policies_rel, out)
-        if _scan_problems_differ(conn, scan.problems, rel):
-            out.problem_dirs.append(rel)
-            out.problems.extend(scan.problems)
-    policies_prefix = store.policies_rel + "/"
-    for path in sorted(sus.paths):
-        folder = path.rsplit("/", 1)[0]
-        if folder in scanned:
-            continue
-        is_policy = path.startswith(policies_prefix) and path.endswith((".yaml", ".yml"))
-        if not (is_policy or (path.startswith(store.records_rel + "/") and
-                              path.endswith(".md"))):
-            continue
-        if any(part.startswith(".") for part in path.split("/")):
-            continue
-        fs = store.stat_file(path)
-        stored = _stored_one(conn, path)
-        if fs is None:
-            out.deleted.extend(stored)
-        else:
-            _compare(store, stored, [fs], racy_after, store.policies_rel, out)
-    out.deleted = sorted(set(out.deleted))
-    out.dirs = dirs
+    out.snapshot = _full_snapshot(store, [*records, *policies], dirs)
+    out.method = out.snapshot.method
     return out
 
 
-def _scan_problems_differ(conn: sqlite3.Connection, problems: list[Problem],
-                          folder: str | None) -> bool:
+def _watched(store: Store, path: str) -> bool:
+    """A path a reported change can matter for: a record or a policy file."""
+    if any(part.startswith(".") for part in path.split("/")):
+        return False
+    if path.startswith(store.records_rel + "/") and path.endswith(".md"):
+        return True
+    folder = path.rsplit("/", 1)[0]
+    return folder == store.policies_rel and path.endswith((".yaml", ".yml"))
+
+
+def _scan_problems_differ(conn: sqlite3.Connection, problems: list[Problem]) -> bool:
     """Do the folder-scan problems (line 0, no file row) differ from the stored ones?"""
     rows = conn.execute(
         "SELECT path, line, reason FROM problems WHERE line = 0 AND path NOT IN "
         "(SELECT path FROM files)").fetchall()
-    if folder is not None:
-        rows = [r for r in rows if r[0].rsplit("/", 1)[0] == folder]
-        problems = [p for p in problems if p.path.rsplit("/", 1)[0] == folder]
     return sorted(rows) != sorted((p.path, p.line, p.reason) for p in problems)
 
 
@@ -505,19 +480,23 @@ def _delete_path(conn: sqlite3.Connection, path: str) -> int:
     return file_digest(path, sha)
 
 
+def _racy(snap: Snapshot) -> bool:
+    """Was something too recent to trust at that look (so a later look should be kept)?"""
+    limit = snap.scan_ns - RACY_NS
+    return snap.git_index_mtime >= limit or any(m >= limit for m in snap.dirs.values())
+
+
 def refresh(store: Store, db: IndexDB) -> RefreshReport:
     """Bring the index up to date with the files, touching only what changed."""
     changes = detect_changes(store, db)
-    sus = changes.suspects
-    report = RefreshReport(method=sus.method if sus else "stat")
+    report = RefreshReport(method=changes.method)
     conn = db.conn
-    snapshot = _snapshot(store, changes.dirs, changes.scan_ns, sus)
+    snapshot = changes.snapshot
+    assert snapshot is not None
     if changes.empty:
         old = Snapshot.from_json(db.meta().get("snapshot"))
-        if old is not None and (old.head, old.dirs, old.method) == (
-                snapshot.head, snapshot.dirs, snapshot.method) and \
-                not any(m >= old.scan_ns - RACY_NS for m in old.dirs.values()):
-            return report  # nothing changed and no folder is too recent to trust: no write
+        if old is not None and old.same_state(snapshot) and not _racy(old):
+            return report  # nothing changed, nothing to remember: no write at all
         with db.begin_write():
             _write_meta(conn, {"snapshot": snapshot.to_json()})
         return report
@@ -531,13 +510,11 @@ def refresh(store: Store, db: IndexDB) -> RefreshReport:
             fp ^= _delete_path(conn, path)
         for fs in (*changes.records, *changes.policies):
             fp ^= _delete_path(conn, fs.relpath)
-        for folder in changes.problem_dirs:
-            conn.execute(
-                "DELETE FROM problems WHERE line = 0 AND path > ? AND path < ? AND instr("
-                "substr(path, length(?) + 2), '/') = 0 AND path NOT IN (SELECT path FROM files)",
-                (folder + "/", folder + "/\U0010ffff", folder))
-        conn.executemany(_INSERT_PROBLEM, sorted({(p.path, p.line, p.reason)
-                                                  for p in changes.problems}))
+        if changes.problems is not None:
+            conn.execute("DELETE FROM problems WHERE line = 0 AND path NOT IN "
+                         "(SELECT path FROM files)")
+            conn.executemany(_INSERT_PROBLEM, sorted({(p.path, p.line, p.reason)
+                                                      for p in changes.problems}))
         next_rowid = int(conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM records")
                          .fetchone()[0])
         _insert_file_rows(conn, record_rows, next_rowid, fts=True)

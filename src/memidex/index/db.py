@@ -173,7 +173,9 @@ class IndexDB:
         meta = {k: v for k, v in self.meta().items() if k not in ("built_at", "snapshot")}
         return {
             "meta": meta,
-            "files": c.execute("SELECT path, kind, size, mtime_ns, ino, sha256,"
+            # mtime and inode are a cache for the staleness check, not content: a file
+            # rewritten with the same bytes may keep its old stat here (git says so).
+            "files": c.execute("SELECT path, kind, size, sha256,"
                                " record_rowid IS NOT NULL FROM files ORDER BY path").fetchall(),
             "records": c.execute(
                 "SELECT id, path, kind, status, product, anchor, title, body, anchors, scope,"
