@@ -133,7 +133,7 @@ class Store:
     def policies_rel(self) -> str:
         return self.rel(self.policies_dir)
 
-    def scan_dir(self, rel: str) -> DirScan:
+    def scan_dir(self, rel: str, *, stat: bool = True) -> DirScan:
         """One folder (not recursive): its record or policy files, sub-folders and mtime.
 
         Folders under ``records/`` hold ``*.md`` records; the policies folder holds
@@ -173,6 +173,10 @@ class Store:
                     continue
                 if not name.endswith(suffixes):
                     continue
+                if not stat:  # the caller stats each file as it reads it (a rebuild)
+                    if entry.is_file():
+                        scan.files.append(FileStat(child, 0, 0, 0))
+                    continue
                 st = entry.stat()
             except OSError as exc:
                 scan.problems.append(Problem(child, 0, f"cannot read: {exc.strerror}"))
@@ -191,14 +195,18 @@ class Store:
             return None
         return FileStat(relpath, st.st_size, st.st_mtime_ns, st.st_ino)
 
-    def scan_all(self) -> tuple[list[FileStat], list[FileStat], list[Problem], dict[str, int]]:
-        """(record files, policy files, problems, every folder's mtime), paths sorted."""
+    def scan_all(self, *, stat: bool = True
+                 ) -> tuple[list[FileStat], list[FileStat], list[Problem], dict[str, int]]:
+        """(record files, policy files, problems, every folder's mtime), paths sorted.
+
+        ``stat=False`` leaves the record files' size, mtime and inode at 0, for a caller
+        that stats each file as it reads it (:meth:`read_with_stat`)."""
         records: list[FileStat] = []
         problems: list[Problem] = []
         dirs: dict[str, int] = {}
         stack = [self.records_rel]
         while stack:
-            scan = self.scan_dir(stack.pop())
+            scan = self.scan_dir(stack.pop(), stat=stat)
             if scan.missing:
                 continue
             dirs[scan.rel] = scan.mtime_ns
@@ -222,6 +230,15 @@ class Store:
     def scan_policies(self) -> list[FileStat]:
         scan = self.scan_dir(self.policies_rel)
         return sorted(scan.files, key=lambda f: f.relpath)
+
+    def read_with_stat(self, relpath: str) -> tuple[bytes, FileStat]:
+        """The bytes of a file and the stat of exactly the file they were read from."""
+        if relpath.startswith("/") or "/../" in f"/{relpath}/":
+            raise UnsafePathError(f"{relpath!r} leaves the repository")
+        with open(os.path.join(self.root, relpath), "rb") as f:
+            st = os.fstat(f.fileno())
+            data = f.read()
+        return data, FileStat(relpath, st.st_size, st.st_mtime_ns, st.st_ino)
 
     def read_bytes(self, relpath: str) -> bytes:
         return self.read_rel(relpath)

@@ -32,7 +32,8 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 knowledge = typer.Typer(
-    help="Records: search, show, list, check, add and rebuild the index.",
+    help="Records: search, show, list, check, add, curate (confirm, supersede, deprecate, "
+    "quarantine, release, purge) and rebuild the index.",
     no_args_is_help=True,
 )
 app.add_typer(knowledge, name="knowledge")

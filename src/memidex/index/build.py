@@ -12,11 +12,12 @@ import json
 import os
 import secrets
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from memidex import __version__
 from memidex.errors import Problem, RecordError
@@ -28,6 +29,7 @@ from memidex.index.db import (
     xor_hex,
 )
 from memidex.index.schema import POST_LOAD, SCHEMA_VERSION, TOKENIZER
+from memidex.records.ids import scope_json
 from memidex.records.model import Policy, Record
 from memidex.staleness import RACY_NS, Snapshot, suspects, take_snapshot
 from memidex.store import FileStat, LoadedRecord, Store, swap_into_place
@@ -49,9 +51,9 @@ PARALLEL_MIN_FILES = 4000
 CHUNK = 500
 
 
-@dataclass(frozen=True, slots=True)
-class FileRows:
-    """Everything one record file contributes to the index."""
+class FileRows(NamedTuple):
+    """Everything one record file contributes to the index (a tuple: cheap to pickle
+    from a parser process)."""
 
     file: tuple[str, str, int, int, int, str]
     record: tuple[Any, ...] | None
@@ -93,7 +95,7 @@ def record_row(lr: LoadedRecord) -> tuple[Any, ...]:
     return (
         r.id, lr.relpath, r.kind, r.status, r.product, r.anchor, r.title, r.body,
         "\n".join(r.all_anchors),
-        json.dumps(dict(r.scope), sort_keys=True, separators=(",", ":"), ensure_ascii=False),
+        scope_json(dict(r.scope)),
         r.trust.source, r.trust.confirmations, r.trust.contradictions, r.trust.last_confirmed,
         r.valid.from_, r.valid.until, history,
     )
@@ -106,7 +108,7 @@ def _edges(r: Record) -> tuple[tuple[str, str, str], ...]:
 def file_rows(store: Store, fs: FileStat) -> FileRows:
     """Read and parse one record file into its rows (bad files give problem rows)."""
     try:
-        data = store.read_bytes(fs.relpath)
+        data, fs = store.read_with_stat(fs.relpath)
     except OSError as exc:
         return FileRows((fs.relpath, "record", fs.size, fs.mtime_ns, fs.ino, ""), None, (), (),
                         ((fs.relpath, 0, f"cannot read: {exc.strerror}"),))
@@ -156,14 +158,13 @@ _INSERT_PROBLEM = "INSERT INTO problems(path, line, reason) VALUES (?,?,?)"
 _INSERT_POLICY = "INSERT OR REPLACE INTO policies VALUES (?,?,?,?,?,?,?)"
 
 
-def _insert_file_rows(conn: sqlite3.Connection, rows: Sequence[FileRows], next_rowid: int,
-                      fts: bool, anchors: list[tuple[str, int, int]] | None = None) -> int:
-    """Insert the rows of some files; anchor rows go to ``anchors`` when it is given
-    (a rebuild inserts them all at the end, sorted) and straight in otherwise."""
+def _insert_file_rows(conn: sqlite3.Connection, rows: Sequence[FileRows], next_rowid: int
+                      ) -> int:
+    """Insert the rows of some files (records, FTS, anchors, relations, problems)."""
     files: list[tuple[Any, ...]] = []
     recs: list[tuple[Any, ...]] = []
     fts_rows: list[tuple[Any, ...]] = []
-    anchor_rows: list[tuple[str, int, int]] = [] if anchors is None else anchors
+    anchors: list[tuple[str, int, int]] = []
     edges: list[tuple[Any, ...]] = []
     problems: list[tuple[str, int, str]] = []
     for fr in rows:
@@ -175,16 +176,13 @@ def _insert_file_rows(conn: sqlite3.Connection, rows: Sequence[FileRows], next_r
         next_rowid += 1
         files.append((*fr.file, rowid))
         recs.append((rowid, *fr.record))
-        if fts:
-            fts_rows.append((rowid, fr.record[6], fr.record[7], fr.record[8]))
-        anchor_rows.extend((a, rowid, main) for a, main in fr.anchors)
+        fts_rows.append((rowid, fr.record[6], fr.record[7], fr.record[8]))
+        anchors.extend((a, rowid, main) for a, main in fr.anchors)
         edges.extend((rowid, *e) for e in fr.edges)
     conn.executemany(_INSERT_FILE, files)
     conn.executemany(_INSERT_RECORD, recs)
-    if fts_rows:
-        conn.executemany(_INSERT_FTS, fts_rows)
-    if anchors is None:
-        conn.executemany(_INSERT_ANCHOR, anchor_rows)
+    conn.executemany(_INSERT_FTS, fts_rows)
+    conn.executemany(_INSERT_ANCHOR, anchors)
     conn.executemany(_INSERT_EDGE, edges)
     conn.executemany(_INSERT_PROBLEM, problems)
     return next_rowid
@@ -231,7 +229,13 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
     """Build the whole index into a new file and swap it in atomically."""
     started = time.perf_counter()
     scan_ns = time.time_ns()
-    files, policy_files, scan_problems, dirs = store.scan_all()
+    files, policy_files, scan_problems, dirs = store.scan_all(stat=False)
+    # The staleness snapshot (git calls, ~0.4 s at 100k) runs in a thread while the files
+    # are parsed — started once the parser processes exist, since forking while another
+    # thread runs could copy a held lock into them.
+    snapshot: list[Snapshot] = []
+    snapper = threading.Thread(target=lambda: snapshot.append(
+        _full_snapshot(store, [*files, *policy_files], dirs)), daemon=True)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.build-{os.getpid()}-{secrets.token_hex(4)}")
     conn = sqlite3.connect(tmp, isolation_level=None)
@@ -248,23 +252,20 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
         fingerprint = 0
         next_rowid = 1
         batch: list[FileRows] = []
-        anchors: list[tuple[str, int, int]] = []
         workers = jobs if jobs is not None else (os.cpu_count() or 1)
         for fr in _iter_rows(store, files, workers):
+            if snapper.ident is None:
+                snapper.start()
             batch.append(fr)
             fingerprint ^= file_digest(fr.file[0], fr.file[5])
             if len(batch) >= CHUNK:
-                next_rowid = _insert_file_rows(conn, batch, next_rowid, fts=True,
-                                               anchors=anchors)
+                next_rowid = _insert_file_rows(conn, batch, next_rowid)
                 done += len(batch)
                 batch.clear()
                 if progress:
                     progress(done, total)
-        next_rowid = _insert_file_rows(conn, batch, next_rowid, fts=True, anchors=anchors)
+        next_rowid = _insert_file_rows(conn, batch, next_rowid)
         done += len(batch)
-        anchors.sort()  # a WITHOUT ROWID table loads fastest in key order
-        conn.executemany(_INSERT_ANCHOR, anchors)
-        del anchors
         conn.executemany(_INSERT_PROBLEM, [(p.path, p.line, p.reason) for p in scan_problems])
         frows, prows, pproblems = _policy_rows(store, policy_files)
         conn.executemany(_INSERT_FILE, frows)
@@ -281,12 +282,11 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
             "memidex_version": __version__,
             "fingerprint": xor_hex(fingerprint),
             "built_at": str(scan_ns),
-            "snapshot": _full_snapshot(store, [*files, *policy_files], dirs).to_json(),
+            "snapshot": _joined(snapper, snapshot).to_json(),
             "knowledge_dir": store.config.knowledge_dir,
             "policies_dir": store.config.policies_dir,
         })
         conn.execute("COMMIT")
-        conn.execute("INSERT INTO records_fts(records_fts) VALUES('optimize')")
         conn.execute("PRAGMA journal_mode=DELETE")
         report.records = int(conn.execute("SELECT count(*) FROM records").fetchone()[0])
         report.policies = len(prows)
@@ -327,6 +327,13 @@ def _swap(new: Path, target: Path) -> None:
 
 
 # --- incremental ---------------------------------------------------------------------
+
+
+def _joined(thread: threading.Thread, result: list[Snapshot]) -> Snapshot:
+    if thread.ident is None:
+        thread.start()  # no files were parsed
+    thread.join()
+    return result[0] if result else Snapshot(method="stat")
 
 
 def _full_snapshot(store: Store, files: Sequence[FileStat], dirs: dict[str, int]
@@ -517,7 +524,7 @@ def refresh(store: Store, db: IndexDB) -> RefreshReport:
                                                       for p in changes.problems}))
         next_rowid = int(conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM records")
                          .fetchone()[0])
-        _insert_file_rows(conn, record_rows, next_rowid, fts=True)
+        _insert_file_rows(conn, record_rows, next_rowid)
         conn.executemany(_INSERT_FILE, frows)
         conn.executemany(_INSERT_POLICY, prows)
         conn.executemany(_INSERT_PROBLEM, pproblems)
