@@ -10,7 +10,6 @@ in the package (an AST test keeps it so).
 from __future__ import annotations
 
 import os
-import secrets
 import stat as stat_mod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -18,10 +17,8 @@ from pathlib import Path
 
 from memidex.config import Config
 from memidex.errors import ConflictError, Problem, RecordError, UnsafePathError
-from memidex.records.codec import content_hash, dump_record, parse_record_bytes
 from memidex.records.ids import ID_RE
 from memidex.records.model import KINDS, Policy, Record
-from memidex.records.policy import parse_policies
 
 __all__ = ["DirScan", "FileStat", "LoadedRecord", "StagedFile", "Store", "fsync_dir",
            "swap_into_place"]
@@ -245,6 +242,8 @@ class Store:
 
     def load(self, fs: FileStat) -> LoadedRecord:
         """Parse one record file; :class:`RecordError` when it is bad (the file is untouched)."""
+        from memidex.records.codec import content_hash, parse_record_bytes
+
         try:
             data = self.read_bytes(fs.relpath)
         except OSError as exc:
@@ -267,6 +266,9 @@ class Store:
     def load_policies(self, files: list[FileStat] | None = None
                       ) -> tuple[list[tuple[FileStat, str, list[Policy]]], list[Problem]]:
         """Every policy file: (stat, content hash, policies), plus the files that are bad."""
+        from memidex.records.codec import content_hash
+        from memidex.records.policy import parse_policies
+
         out: list[tuple[FileStat, str, list[Policy]]] = []
         problems: list[Problem] = []
         for fs in self.scan_policies() if files is None else files:
@@ -280,6 +282,8 @@ class Store:
         return out, problems
 
     def current_hash(self, target: Path) -> str | None:
+        from memidex.records.codec import content_hash
+
         try:
             return content_hash(target.read_bytes())
         except FileNotFoundError:
@@ -289,6 +293,10 @@ class Store:
 
     def stage(self, record: Record) -> StagedFile:
         """Write ``record`` canonically to a unique file in ``staging/`` and fsync it."""
+        import secrets
+
+        from memidex.records.codec import content_hash, dump_record
+
         target = self.record_path(record.kind, record.id)
         data = dump_record(record).encode("utf-8")
         self.staging_dir.mkdir(parents=True, exist_ok=True)
@@ -329,6 +337,8 @@ class Store:
 
     def write_record(self, record: Record, *, expected: str | None | bool = False) -> bool:
         """Stage and install ``record``; returns False (and writes nothing) if unchanged."""
+        from memidex.records.codec import parse_record_bytes
+
         target = self.record_path(record.kind, record.id)
         try:
             existing = parse_record_bytes(target.read_bytes(), self.rel(target))

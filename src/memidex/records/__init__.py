@@ -1,42 +1,28 @@
-"""Records and policies: the model, validation, the canonical codec and ids. No I/O."""
+"""Records and policies: the model, validation, the canonical codec and ids. No I/O.
 
-from memidex.records.codec import (
-    content_hash,
-    dump_record,
-    parse_record,
-    parse_record_bytes,
-    verify_hash,
-)
-from memidex.records.ids import anchor_slug, record_id
-from memidex.records.model import (
-    KINDS,
-    SERVABLE_STATUSES,
-    STATUSES,
-    HistoryEntry,
-    Policy,
-    Record,
-    Relations,
-    Trust,
-    Valid,
-)
-from memidex.records.policy import parse_policies
+Names are loaded on first use (PEP 562), so importing ``memidex.records.model`` — as the
+search path does — does not compile the codec's regular expressions.
+"""
 
-__all__ = [
-    "KINDS",
-    "SERVABLE_STATUSES",
-    "STATUSES",
-    "HistoryEntry",
-    "Policy",
-    "Record",
-    "Relations",
-    "Trust",
-    "Valid",
-    "anchor_slug",
-    "content_hash",
-    "dump_record",
-    "parse_policies",
-    "parse_record",
-    "parse_record_bytes",
-    "record_id",
-    "verify_hash",
-]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_WHERE = {
+    "content_hash": "codec", "dump_record": "codec", "parse_record": "codec",
+    "parse_record_bytes": "codec", "verify_hash": "codec",
+    "anchor_slug": "ids", "record_id": "ids",
+    "KINDS": "model", "SERVABLE_STATUSES": "model", "STATUSES": "model",
+    "HistoryEntry": "model", "Policy": "model", "Record": "model", "Relations": "model",
+    "Trust": "model", "Valid": "model",
+    "parse_policies": "policy",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'memidex.records' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"memidex.records.{_WHERE[name]}"), name)
