@@ -396,3 +396,19 @@ def test_git_path_with_nothing_changed_writes_nothing(repo: Path) -> None:
     report = _refresh(repo)
     assert report.touched == 0  # type: ignore[attr-defined]
     assert (index.stat().st_mtime_ns, index.read_bytes()) == before
+
+
+def test_git_path_sees_a_file_added_and_a_tracked_file_deleted(repo: Path) -> None:
+    paths = _git_repo_with_records(repo)
+    paths[0].unlink()
+    new = write_record(repo, make_record(anchor="el:brand:new", title="brand new"))
+    report = _refresh(repo)
+    assert report.method == "git"  # type: ignore[attr-defined]
+    assert report.added == [str(new.relative_to(repo))]  # type: ignore[attr-defined]
+    assert report.deleted == [str(paths[0].relative_to(repo))]  # type: ignore[attr-defined]
+    # and once the folder's mtime is old again, the untracked file is still watched
+    _age(repo)
+    with new.open("a") as f:
+        f.write("Narwhal.\n")
+    os.utime(new.parent, (OLD, OLD))
+    assert _refresh(repo).changed == [str(new.relative_to(repo))]  # type: ignore[attr-defined]

@@ -1,7 +1,7 @@
 """memidex: a git-native knowledge store for AI testing agents.
 
-The library API is :class:`memidex.app.Memidex`; the CLI and the MCP server are thin
-layers over it. Imports here stay light so that ``memidex --help`` starts fast.
+The library API is :class:`memidex.app.Memidex`; the CLI is a thin layer over it.
+Imports here stay light so that ``memidex --help`` starts fast.
 """
 
 __version__ = "0.1.0"

@@ -1,4 +1,4 @@
-"""The composition root: :class:`Memidex`, the library API the CLI and MCP server call.
+"""The composition root: :class:`Memidex`, the library API the CLI (and servers) call.
 
 Every reading method first brings the index up to date with the files (the staleness
 check) and falls back to reading the records directly (``bundle-scan``) when the index
@@ -149,7 +149,7 @@ class Memidex:
         self.last_refresh: Any = None
         self.index_note = ""
         self.wait = 10.0  # seconds a record-writing command waits for the writer lease
-        # A long-lived process (the MCP server) re-checks the files at most this often;
+        # A long-lived process (a server on this facade) re-checks at most this often;
         # each CLI command is a new process and always checks. Our own writes reset it.
         self.recheck_seconds = 1.0
         self._checked_at: float | None = None

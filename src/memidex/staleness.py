@@ -12,7 +12,9 @@ Two methods, reported by ``doctor``:
       in C, the fastest such check there is);
     * when git's index file changed: files staged with other content than HEAD;
     * when HEAD moved: the paths that differ between the two commits;
-    * in a folder whose mtime moved (or is too recent to trust): names added or gone;
+    * in a folder whose mtime moved (or is too recent to trust): the untracked files
+      there (``git ls-files --others``: new names), a tracked file gone being in
+      ``git diff-files`` already;
     * files git does not track (each is stat-ed);
     * whatever git named last time (a file may have been put back as committed).
 
@@ -30,7 +32,6 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 __all__ = ["MAX_GIT_SUSPECTS", "RACY_NS", "Snapshot", "Suspects", "suspects", "take_snapshot"]
@@ -121,6 +122,18 @@ def _git_index_mtime(root: str) -> int | None:
         return 0
 
 
+def _index_mtime_and_head(root: str) -> tuple[int | None, str | None]:
+    """Both in one git call when there is a HEAD (the common case), else in two."""
+    out = _git(root, "rev-parse", "--git-path", "index", "HEAD")
+    if out is not None and len(out.split("\n")) >= 2:
+        index_path, head = out.split("\n")[:2]
+        try:
+            return os.stat(os.path.join(root, index_path)).st_mtime_ns, head.strip()
+        except OSError:
+            return 0, head.strip()
+    return _git_index_mtime(root), _head(root)
+
+
 def _dir_mtimes(root: str, dirs: list[str]) -> dict[str, int]:
     out = {}
     for rel in dirs:
@@ -149,18 +162,15 @@ def take_snapshot(root: str, tops: list[str], paths: set[str], dirs: list[str]) 
                     named=sorted(named), scan_ns=now)
 
 
-def suspects(root: str, tops: list[str], snap: Snapshot | None,
-             stored_names: Callable[[str], set[str]]) -> Suspects:
-    """The paths to look at since ``snap``; ``stored_names(folder)`` gives the file names
-    the index holds directly in a folder."""
+def suspects(root: str, tops: list[str], snap: Snapshot | None) -> Suspects:
+    """The paths to look at since ``snap`` (see the module docstring)."""
     if snap is None or snap.method != "git":
         return Suspects(method="stat", full=True, reason="no git snapshot")
     now = time.time_ns()
-    index_mtime = _git_index_mtime(root)
+    index_mtime, head = _index_mtime_and_head(root)
     modified = _names(_git(root, "diff-files", "--name-only", "-z", "--", *tops))
     if index_mtime is None or modified is None:
         return Suspects(method="stat", full=True, reason="git is not available here")
-    head = _head(root)
     paths = modified | set(snap.named) | set(snap.untracked)
     racy_after = snap.scan_ns - RACY_NS
     if head != snap.head or index_mtime != snap.git_index_mtime or \
@@ -173,32 +183,34 @@ def suspects(root: str, tops: list[str], snap: Snapshot | None,
         if head != snap.head:
             if snap.head is None or head is None:
                 return Suspects(method="git", full=True, reason="HEAD appeared or vanished")
-            moved = _names(_git(root, "diff", "--name-only", "-z", "--no-renames", snap.head,
-                                head, "--", *tops))
-            if moved is None:
+            between = _names(_git(root, "diff", "--name-only", "-z", "--no-renames",
+                                  snap.head, head, "--", *tops))
+            if between is None:
                 return Suspects(method="git", full=True, reason="HEAD moved too far")
-            paths |= moved
+            paths |= between
     dirs = dict(snap.dirs)
-    added: set[str] = set()
+    moved: list[str] = []
     for rel, old in snap.dirs.items():
         try:
             mtime = os.stat(os.path.join(root, rel)).st_mtime_ns
         except OSError:
             return Suspects(method="git", full=True, reason=f"{rel} is gone")
-        if mtime == old and mtime < racy_after:
-            continue
-        dirs[rel] = mtime
-        try:
-            names = {n for n in os.listdir(os.path.join(root, rel)) if not n.startswith(".")}
-        except OSError:
-            return Suspects(method="git", full=True, reason=f"cannot list {rel}")
-        stored = stored_names(rel)
-        new = names - stored
-        for name in new:
-            if f"{rel}/{name}" not in dirs and os.path.isdir(os.path.join(root, rel, name)):
+        if mtime != old or mtime >= racy_after:
+            dirs[rel] = mtime
+            moved.append(rel)
+    added: set[str] = set()
+    if moved:
+        # A name added to a folder is untracked (or staged, seen above); a tracked file
+        # that is gone is in diff-files; an untracked one is in the snapshot.
+        others = _names(_git(root, "ls-files", "-z", "--others", "--exclude-standard",
+                             "--", *moved))
+        if others is None:
+            return Suspects(method="git", full=True, reason="git ls-files failed")
+        for path in others:
+            folder = path.rsplit("/", 1)[0]
+            if folder not in dirs:
                 return Suspects(method="git", full=True, reason="a new folder appeared")
-        added |= {f"{rel}/{n}" for n in new if f"{rel}/{n}" not in dirs}
-        paths |= {f"{rel}/{n}" for n in stored - names}
+            added.add(path)
     paths |= added
     if len(paths) > MAX_GIT_SUSPECTS:
         return Suspects(method="git", full=True, reason=f"{len(paths)} files to look at")

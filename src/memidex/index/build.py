@@ -343,14 +343,6 @@ def _full_snapshot(store: Store, files: Sequence[FileStat], dirs: dict[str, int]
                          {f.relpath for f in files}, sorted(dirs))
 
 
-def _names_in(conn: sqlite3.Connection, folder: str) -> set[str]:
-    """The file names the index holds directly in ``folder``."""
-    start = len(folder) + 1
-    rows = conn.execute("SELECT path FROM files WHERE path > ? AND path < ?",
-                        (folder + "/", folder + "/\U0010ffff"))
-    return {p[start:] for (p,) in rows if "/" not in p[start:]}
-
-
 _FILE_COLS = "SELECT path, kind, size, mtime_ns, ino, sha256 FROM files"
 Stored = dict[str, tuple[str, int, int, int, str]]
 
@@ -416,7 +408,7 @@ def detect_changes(store: Store, db: IndexDB) -> Changes:
     racy_after = (snap.scan_ns if snap else 0) - RACY_NS
     tops = [store.records_rel, store.policies_rel]
     conn = db.conn
-    sus = suspects(str(store.root), tops, snap, lambda folder: _names_in(conn, folder))
+    sus = suspects(str(store.root), tops, snap)
     out = Changes(method=sus.method)
     if not sus.full:
         paths = sorted(p for p in sus.paths if _watched(store, p))

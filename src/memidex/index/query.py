@@ -88,7 +88,7 @@ def _filters(product: str | None, kinds: tuple[str, ...], statuses: tuple[str, .
     return ("".join(f" AND {c}" for c in clauses), params)
 
 
-CAP = 5000
+CAP = 2000
 """Past this many matching records, a query is ranked among the first CAP of them."""
 COMMON_SHARE = 5
 """A word in more than 1/COMMON_SHARE of the records (and more than CAP) is common."""
