@@ -125,24 +125,58 @@ def file_rows(store: Store, fs: FileStat) -> FileRows:
     return FileRows(frow, record_row(lr), anchors, _edges(record), ())
 
 
-def _rows_chunk(args: tuple[Store, Sequence[FileStat]]) -> list[FileRows]:
-    store, chunk = args
-    return [file_rows(store, fs) for fs in chunk]
+class Batch(NamedTuple):
+    """The rows of a run of files, flattened for ``executemany`` (built where parsed)."""
+
+    files: list[tuple[Any, ...]]
+    records: list[tuple[Any, ...]]
+    anchors: list[tuple[str, int, int]]
+    edges: list[tuple[Any, ...]]
+    problems: list[tuple[str, int, str]]
+    fingerprint: int
 
 
-def _iter_rows(store: Store, files: Sequence[FileStat], jobs: int) -> Iterator[FileRows]:
-    """File rows in path order; parsed by a process pool when there are many files."""
+def _flatten(rows: Sequence[FileRows], first_rowid: int, *, dense: bool) -> Batch:
+    """Rows ready to insert. ``dense``: record rowids follow one another (a refresh);
+    otherwise a file's rowid is ``first_rowid`` + its position (a rebuild: a file that
+    does not parse leaves a gap, so rowids depend on nothing but the sorted paths)."""
+    out = Batch([], [], [], [], [], 0)
+    rowid = first_rowid
+    for fr in rows:
+        out.problems.extend(fr.problems)
+        if fr.record is not None:
+            out.files.append((*fr.file, rowid))
+            out.records.append((rowid, *fr.record))
+            out.anchors.extend((a, rowid, main) for a, main in fr.anchors)
+            out.edges.extend((rowid, *e) for e in fr.edges)
+        else:
+            out.files.append((*fr.file, None))
+        if fr.record is not None or not dense:
+            rowid += 1
+    fingerprint = 0
+    for f in out.files:
+        fingerprint ^= file_digest(f[0], f[5])
+    return out._replace(fingerprint=fingerprint)
+
+
+def _batch(args: tuple[Store, int, Sequence[FileStat]]) -> Batch:
+    store, first_rowid, chunk = args
+    return _flatten([file_rows(store, fs) for fs in chunk], first_rowid, dense=False)
+
+
+def _iter_batches(store: Store, files: Sequence[FileStat], jobs: int) -> Iterator[Batch]:
+    """Batches in path order; parsed (and flattened) by a process pool when there are
+    many files, so the parent only inserts."""
+    chunks = [(store, 1 + i, files[i : i + CHUNK]) for i in range(0, len(files), CHUNK)]
     if jobs <= 1 or len(files) < PARALLEL_MIN_FILES:
-        for fs in files:
-            yield file_rows(store, fs)
+        for chunk in chunks:
+            yield _batch(chunk)
         return
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork")
-    chunks = [(store, files[i : i + CHUNK]) for i in range(0, len(files), CHUNK)]
     with ctx.Pool(jobs) as pool:
-        for rows in pool.imap(_rows_chunk, chunks):
-            yield from rows
+        yield from pool.imap(_batch, chunks)
 
 
 _INSERT_RECORD = (
@@ -158,34 +192,15 @@ _INSERT_PROBLEM = "INSERT INTO problems(path, line, reason) VALUES (?,?,?)"
 _INSERT_POLICY = "INSERT OR REPLACE INTO policies VALUES (?,?,?,?,?,?,?)"
 
 
-def _insert_file_rows(conn: sqlite3.Connection, rows: Sequence[FileRows], next_rowid: int
-                      ) -> int:
-    """Insert the rows of some files (records, FTS, anchors, relations, problems)."""
-    files: list[tuple[Any, ...]] = []
-    recs: list[tuple[Any, ...]] = []
-    fts_rows: list[tuple[Any, ...]] = []
-    anchors: list[tuple[str, int, int]] = []
-    edges: list[tuple[Any, ...]] = []
-    problems: list[tuple[str, int, str]] = []
-    for fr in rows:
-        problems.extend(fr.problems)
-        if fr.record is None:
-            files.append((*fr.file, None))
-            continue
-        rowid = next_rowid
-        next_rowid += 1
-        files.append((*fr.file, rowid))
-        recs.append((rowid, *fr.record))
-        fts_rows.append((rowid, fr.record[6], fr.record[7], fr.record[8]))
-        anchors.extend((a, rowid, main) for a, main in fr.anchors)
-        edges.extend((rowid, *e) for e in fr.edges)
-    conn.executemany(_INSERT_FILE, files)
-    conn.executemany(_INSERT_RECORD, recs)
-    conn.executemany(_INSERT_FTS, fts_rows)
-    conn.executemany(_INSERT_ANCHOR, anchors)
-    conn.executemany(_INSERT_EDGE, edges)
-    conn.executemany(_INSERT_PROBLEM, problems)
-    return next_rowid
+def _insert(conn: sqlite3.Connection, batch: Batch) -> None:
+    conn.executemany(_INSERT_FILE, batch.files)
+    conn.executemany(_INSERT_RECORD, batch.records)
+    # (rowid, title, body, anchors), built here: sent from a parser, the text would
+    # cross the pipe twice
+    conn.executemany(_INSERT_FTS, [(r[0], r[7], r[8], r[9]) for r in batch.records])
+    conn.executemany(_INSERT_ANCHOR, batch.anchors)
+    conn.executemany(_INSERT_EDGE, batch.edges)
+    conn.executemany(_INSERT_PROBLEM, batch.problems)
 
 
 def _policy_rows(store: Store, files: Sequence[FileStat]) -> tuple[
@@ -250,22 +265,15 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
         total = len(files)
         done = 0
         fingerprint = 0
-        next_rowid = 1
-        batch: list[FileRows] = []
         workers = jobs if jobs is not None else (os.cpu_count() or 1)
-        for fr in _iter_rows(store, files, workers):
+        for batch in _iter_batches(store, files, workers):
             if snapper.ident is None:
                 snapper.start()
-            batch.append(fr)
-            fingerprint ^= file_digest(fr.file[0], fr.file[5])
-            if len(batch) >= CHUNK:
-                next_rowid = _insert_file_rows(conn, batch, next_rowid)
-                done += len(batch)
-                batch.clear()
-                if progress:
-                    progress(done, total)
-        next_rowid = _insert_file_rows(conn, batch, next_rowid)
-        done += len(batch)
+            _insert(conn, batch)
+            fingerprint ^= batch.fingerprint
+            done += len(batch.files)
+            if progress:
+                progress(done, total)
         conn.executemany(_INSERT_PROBLEM, [(p.path, p.line, p.reason) for p in scan_problems])
         frows, prows, pproblems = _policy_rows(store, policy_files)
         conn.executemany(_INSERT_FILE, frows)
@@ -516,12 +524,12 @@ def refresh(store: Store, db: IndexDB) -> RefreshReport:
                                                       for p in changes.problems}))
         next_rowid = int(conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM records")
                          .fetchone()[0])
-        _insert_file_rows(conn, record_rows, next_rowid)
+        batch = _flatten(record_rows, next_rowid, dense=True)
+        _insert(conn, batch)
         conn.executemany(_INSERT_FILE, frows)
         conn.executemany(_INSERT_POLICY, prows)
         conn.executemany(_INSERT_PROBLEM, pproblems)
-        for fr in record_rows:
-            fp ^= file_digest(fr.file[0], fr.file[5])
+        fp ^= batch.fingerprint
         for f in frows:
             fp ^= file_digest(f[0], f[5])
         _write_meta(conn, {"fingerprint": xor_hex(fp), "snapshot": snapshot.to_json()})

@@ -94,6 +94,10 @@ class IndexDB:
                 conn.close()
                 raise IndexUnavailableError(f"no index at {path}") from None
             if before == after:
+                if write:
+                    # Derived data: a power cut may lose the last refresh (the next command
+                    # redoes it) but never leaves a half-applied one; fewer fsyncs.
+                    conn.execute("PRAGMA synchronous=NORMAL")
                 db = cls(path, conn, after)
                 db._check_schema()
                 return db
