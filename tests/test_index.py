@@ -412,3 +412,17 @@ def test_git_path_sees_a_file_added_and_a_tracked_file_deleted(repo: Path) -> No
         f.write("Narwhal.\n")
     os.utime(new.parent, (OLD, OLD))
     assert _refresh(repo).changed == [str(new.relative_to(repo))]  # type: ignore[attr-defined]
+
+
+def test_a_query_on_a_damaged_fts_index_falls_back_to_the_records(repo: Path) -> None:
+    rec = make_record()
+    write_record(repo, rec)
+    m = Memidex(repo)
+    m.rebuild_index()
+    conn = sqlite3.connect(m.config.index_path)
+    conn.execute("DELETE FROM records_fts_data WHERE id > 1")  # the FTS b-tree is gone
+    conn.commit()
+    conn.close()
+    result = Memidex(repo).search("place order")
+    assert result.level == "bundle-scan" and "damaged" in result.note
+    assert [h.id for h in result.results] == [rec.id]

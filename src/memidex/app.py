@@ -204,6 +204,11 @@ class Memidex:
         self.index_note = "the index kept being replaced"
         return None
 
+    def _damaged(self, exc: Exception) -> None:
+        """A query failed on the index: answer from the records this time (bundle-scan)."""
+        self.index_note = f"the index is damaged ({exc}); run `memidex knowledge rebuild-index`"
+        self.close()
+
     def level(self) -> str:
         return "lexical-only" if self.index() is not None else "bundle-scan"
 
@@ -251,7 +256,10 @@ class Memidex:
         if db is not None:
             from memidex.index.query import search
 
-            return SearchResult(text, q.product, "lexical-only", search(db, q))
+            try:
+                return SearchResult(text, q.product, "lexical-only", search(db, q))
+            except sqlite3.DatabaseError as exc:
+                self._damaged(exc)
         from memidex.scan import scan_search
 
         return SearchResult(text, q.product, "bundle-scan", scan_search(self._loaded(), q),
@@ -262,10 +270,15 @@ class Memidex:
         if not prefix:
             raise UsageError("give a record id or a unique prefix of one")
         db = self.index()
+        rows = None
         if db is not None:
             from memidex.index.query import find_ids
 
-            rows = find_ids(db, prefix)
+            try:
+                rows = find_ids(db, prefix)
+            except sqlite3.DatabaseError as exc:
+                self._damaged(exc)
+        if rows is not None:
             candidates = [(row.id, row.path) for row in rows]
         else:
             candidates = sorted((lr.record.id, lr.relpath) for lr in self._loaded()
@@ -296,8 +309,12 @@ class Memidex:
         if db is not None:
             from memidex.index.query import list_records
 
-            return [row.as_dict() for row in list_records(
-                db, product=chosen, kinds=k, statuses=s, anchors=tuple(anchors), limit=limit)]
+            try:
+                return [row.as_dict() for row in list_records(
+                    db, product=chosen, kinds=k, statuses=s, anchors=tuple(anchors),
+                    limit=limit)]
+            except sqlite3.DatabaseError as exc:
+                self._damaged(exc)
         from memidex.scan import matches_filters
 
         out = []

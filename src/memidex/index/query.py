@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from memidex.index.db import IndexDB
@@ -99,7 +99,7 @@ def _hits(conn: sqlite3.Connection, expr: str, where: str, params: list[Any], li
     capped = " AND records_fts.rowid <= ?" if cap is not None else ""
     sql = (
         f"SELECT r.rowid, r.id, r.kind, r.status, r.title, r.path, r.anchors, r.product,"
-        f" -{_BM25} AS score, snippet(records_fts, -1, '«', '»', '…', 16)"
+        f" -{_BM25} AS score"
         f" FROM records_fts JOIN records r ON r.rowid = records_fts.rowid"
         f" WHERE records_fts MATCH ?{capped}{where}"
         f" ORDER BY {_BM25}, r.id, r.path LIMIT ?"
@@ -170,17 +170,25 @@ def search(db: IndexDB, q: SearchQuery) -> list[SearchHit]:
         if more:
             matched.update(_matched_terms(conn, terms, [r[0] for r in more]))
             rows += more
-    hits = [
-        SearchHit(
+    ranked = sorted(
+        ((SearchHit(
             id=row[1], kind=row[2], status=row[3], title=row[4], score=round(row[8], 6),
             confidence=confidence(matched[row[0]], len(terms), row[3], row[2]),
-            snippet=row[9], path=row[5], anchors=tuple(row[6].split("\n")), product=row[7],
-            matched=matched[row[0]], terms=len(terms),
-        )
-        for row in rows
-    ]
-    hits.sort(key=sort_key)
-    return hits[: q.limit]
+            snippet="", path=row[5], anchors=tuple(row[6].split("\n")), product=row[7],
+            matched=matched[row[0]], terms=len(terms)), int(row[0])) for row in rows),
+        key=lambda pair: sort_key(pair[0]))[: q.limit]
+    # Snippets only for what is shown: each one walks the record's text.
+    snippets = _snippets(conn, fts_expression(terms, "OR"), [rowid for _, rowid in ranked])
+    return [replace(hit, snippet=snippets.get(rowid, hit.title)) for hit, rowid in ranked]
+
+
+def _snippets(conn: sqlite3.Connection, expr: str, rowids: list[int]) -> dict[int, str]:
+    if not rowids:
+        return {}
+    marks = ",".join("?" * len(rowids))
+    return {int(r[0]): str(r[1]) for r in conn.execute(
+        f"SELECT rowid, snippet(records_fts, -1, '«', '»', '…', 16) FROM records_fts"
+        f" WHERE records_fts MATCH ? AND rowid IN ({marks})", [expr, *rowids])}
 
 
 def find_ids(db: IndexDB, id_or_prefix: str) -> list[IndexRow]:
