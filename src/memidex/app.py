@@ -161,6 +161,16 @@ class Memidex:
             self._db.close()
             self._db = None
         self._checked_at = None
+        from memidex.staleness import discard_prefetch
+
+        discard_prefetch(str(self.store.root))
+
+    def prefetch(self) -> None:
+        """Start the staleness check's git call now, to overlap it with imports and the
+        opening of the index (the CLI does this for reading commands)."""
+        from memidex.staleness import prefetch
+
+        prefetch(str(self.store.root), [self.store.records_rel, self.store.policies_rel])
 
     def __enter__(self) -> Memidex:
         return self

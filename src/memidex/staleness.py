@@ -34,7 +34,8 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
-__all__ = ["MAX_GIT_SUSPECTS", "RACY_NS", "Snapshot", "Suspects", "suspects", "take_snapshot"]
+__all__ = ["MAX_GIT_SUSPECTS", "RACY_NS", "Snapshot", "Suspects", "discard_prefetch",
+           "prefetch", "suspects", "take_snapshot"]
 
 RACY_NS = 2_000_000_000
 """A file or folder modified this close to a look may change again within its mtime tick."""
@@ -103,6 +104,42 @@ def _git(root: str, *args: str) -> str | None:
     return out.stdout.decode("utf-8", "surrogateescape")
 
 
+_PREFETCHED: dict[tuple[str, tuple[str, ...]], subprocess.Popen[bytes]] = {}
+
+
+def prefetch(root: str, tops: list[str]) -> None:
+    """Start ``git diff-files`` now, so it runs while the caller imports and opens the
+    index; :func:`suspects` collects it (and :func:`discard_prefetch` if it never does).
+    The answer is no staler than one asked for later: a file changed meanwhile is named
+    by git next time, or was named this time and is looked at again next time."""
+    key = (root, tuple(tops))
+    if key in _PREFETCHED or not os.path.isdir(os.path.join(root, ".git")):
+        return
+    try:
+        _PREFETCHED[key] = subprocess.Popen(
+            ["git", "--no-optional-locks", "diff-files", "--name-only", "-z", "--", *tops],
+            cwd=root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"})
+    except OSError:
+        return
+
+
+def discard_prefetch(root: str) -> None:
+    for key in [k for k in _PREFETCHED if k[0] == root]:
+        proc = _PREFETCHED.pop(key)
+        proc.communicate()
+
+
+def _diff_files(root: str, tops: list[str]) -> set[str] | None:
+    proc = _PREFETCHED.pop((root, tuple(tops)), None)
+    if proc is None:
+        return _names(_git(root, "diff-files", "--name-only", "-z", "--", *tops))
+    out, _ = proc.communicate(timeout=60)
+    if proc.returncode != 0:
+        return None
+    return _names(out.decode("utf-8", "surrogateescape"))
+
+
 def _names(out: str | None) -> set[str] | None:
     return None if out is None else {p for p in out.split("\0") if p}
 
@@ -168,7 +205,7 @@ def suspects(root: str, tops: list[str], snap: Snapshot | None) -> Suspects:
         return Suspects(method="stat", full=True, reason="no git snapshot")
     now = time.time_ns()
     index_mtime, head = _index_mtime_and_head(root)
-    modified = _names(_git(root, "diff-files", "--name-only", "-z", "--", *tops))
+    modified = _diff_files(root, tops)
     if index_mtime is None or modified is None:
         return Suspects(method="stat", full=True, reason="git is not available here")
     paths = modified | set(snap.named) | set(snap.untracked)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -87,10 +87,23 @@ def _root(
     STATE.root = root
 
 
-def _memidex(**overrides: Any) -> Memidex:
+def _memidex(*, reading: bool = False) -> Memidex:
+    """The facade for this command. A reading command starts the staleness check's git
+    call before the heavier imports, so the two overlap."""
+    if reading:
+        from memidex.config import load_config
+        from memidex.staleness import prefetch
+        from memidex.store import Store
+
+        config = load_config(STATE.root)
+        store = Store(config)
+        prefetch(str(store.root), [store.records_rel, store.policies_rel])
+        from memidex.app import Memidex
+
+        return Memidex(config=config)
     from memidex.app import Memidex
 
-    return Memidex(STATE.root, overrides=overrides or None)
+    return Memidex(STATE.root)
 
 
 # --- init and doctor -----------------------------------------------------------------
@@ -127,7 +140,7 @@ def doctor(json_out: JsonOpt = False) -> None:
     """
     from memidex.cli import views
 
-    with _memidex() as m:
+    with _memidex(reading=True) as m:
         report = m.doctor()
     if json_out:
         from memidex.cli.render import print_json
@@ -187,7 +200,7 @@ def search(
     """Full-text search (BM25) scoped to one product, best first, with snippets."""
     from memidex.cli import views
 
-    with _memidex() as m:
+    with _memidex(reading=True) as m:
         result = m.search(query, product=product, all_products=all_products,
                           kinds=kind or (), statuses=status, anchors=anchor or (), limit=limit)
     if json_out:
@@ -209,7 +222,7 @@ def show(
     """Show one record."""
     from memidex.cli import views
 
-    with _memidex() as m:
+    with _memidex(reading=True) as m:
         shown = m.show(record_id)
     if json_out:
         from memidex.cli.render import print_json
@@ -238,7 +251,7 @@ def list_(
     """List records of a product, by kind then id."""
     from memidex.cli import views
 
-    with _memidex() as m:
+    with _memidex(reading=True) as m:
         rows = m.list_records(product=product, all_products=all_products, kinds=kind or (),
                               statuses=status, anchors=anchor or (), limit=limit)
     if json_out:
