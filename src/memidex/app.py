@@ -39,7 +39,8 @@ __all__ = [
 
 LEVELS = ("memidex", "lexical-only", "static-floor", "bundle-scan")
 _STALENESS_HOW = {
-    "git": "git status, HEAD diff and folder mtimes name suspects; stat, then sha256",
+    "git": "git diff-files, staged and HEAD diffs, untracked files name suspects; "
+           "stat, then sha256",
     "stat": "stat every file (size, mtime, inode); sha256 of those that differ",
 }
 _UNAVAILABLE_LEVELS = {

@@ -186,7 +186,7 @@ def _snippets(conn: sqlite3.Connection, expr: str, rowids: list[int]) -> dict[in
     if not rowids:
         return {}
     marks = ",".join("?" * len(rowids))
-    return {int(r[0]): str(r[1]) for r in conn.execute(
+    return {int(r[0]): str(r[1]).replace("\n", " ") for r in conn.execute(
         f"SELECT rowid, snippet(records_fts, -1, '«', '»', '…', 16) FROM records_fts"
         f" WHERE records_fts MATCH ? AND rowid IN ({marks})", [expr, *rowids])}
 
