@@ -53,6 +53,7 @@ __all__ = [
     "lease_status",
     "pid_start_time",
     "process_alive",
+    "read_json",
     "set_step_hook",
     "step",
 ]
@@ -194,7 +195,8 @@ def _read_int(path: Path) -> int:
         return 0
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
+def read_json(path: Path) -> dict[str, Any] | None:
+    """A JSON object from a small state file, or None if it is missing or not one."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, UnicodeDecodeError):
@@ -203,7 +205,7 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 
 
 def _lease_copy_epoch(path: Path) -> int:
-    data = _read_json(path)
+    data = read_json(path)
     value = data.get("epoch") if data else None
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
@@ -887,7 +889,7 @@ def lease_status(folder: Path, *, clock: Callable[[], float] = time.time) -> dic
         except OSError as exc:
             out["authority"] = f"unreadable: {exc.strerror}"
     if holder is None:
-        copy = _read_json(folder / LEASE_FILE)
+        copy = read_json(folder / LEASE_FILE)
         if copy is not None and isinstance(copy.get("pid"), int):
             hb = copy.get("heartbeat")
             holder = Holder(_lease_copy_epoch(folder / LEASE_FILE), "?", copy["pid"],

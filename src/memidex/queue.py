@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from memidex import errors
 from memidex.errors import InvalidInputError, LeaseError, MemidexError, RecordError
-from memidex.lease import atomic_write, current_process, lease_status
+from memidex.lease import atomic_write, current_process, lease_status, read_json
 from memidex.records.codec import dump_record, parse_record_bytes
 
 if TYPE_CHECKING:
@@ -60,14 +60,6 @@ MARKER_MAX_AGE = 3600.0  # markers nobody collected are removed by the next daem
 
 def _dump(data: Any) -> bytes:
     return (json.dumps(data, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 # --- the daemon's presence -------------------------------------------------------------
@@ -98,7 +90,7 @@ def write_daemon_file(queue_dir: Path, epoch: int) -> None:
 def remove_daemon_file(queue_dir: Path, epoch: int) -> None:
     """Remove ``daemon.json`` if it still names this process at ``epoch``."""
     path = queue_dir / DAEMON_FILE
-    data = _read_json(path)
+    data = read_json(path)
     if data is not None and data.get("pid") == os.getpid() and data.get("epoch") == epoch:
         path.unlink(missing_ok=True)
 
@@ -106,7 +98,7 @@ def remove_daemon_file(queue_dir: Path, epoch: int) -> None:
 def live_daemon(store: Store) -> DaemonInfo | None:
     """The daemon holding ``store``'s writer lease, or None (no daemon, or it is dead,
     paused past its TTL, or no longer the holder). Never writes."""
-    data = _read_json(store.queue_dir / DAEMON_FILE)
+    data = read_json(store.queue_dir / DAEMON_FILE)
     if data is None:
         return None
     status = lease_status(store.knowledge)
@@ -211,7 +203,7 @@ class Queue:
         return sorted(n[: -len(ITEM_SUFFIX)] for n in names if n.endswith(ITEM_SUFFIX))
 
     def load(self, item_id: str) -> dict[str, Any] | None:
-        return _read_json(self.item_path(item_id))
+        return read_json(self.item_path(item_id))
 
     def has_marker(self, item_id: str) -> bool:
         return self._marker(item_id, True).exists() or self._marker(item_id, False).exists()
@@ -232,7 +224,7 @@ class Queue:
         """The item's outcome (its marker is deleted), or None while there is none."""
         for ok in (True, False):
             path = self._marker(item_id, ok)
-            data = _read_json(path)
+            data = read_json(path)
             if data is None:
                 continue
             path.unlink(missing_ok=True)
