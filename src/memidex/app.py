@@ -220,9 +220,6 @@ class Memidex:
         self.index_note = f"the index is damaged ({exc}); run `memidex knowledge rebuild-index`"
         self.close()
 
-    def level(self) -> str:
-        return "lexical-only" if self.index() is not None else "bundle-scan"
-
     def rebuild_index(self, *, progress: Callable[[int, int], None] | None = None,
                       jobs: int | None = None) -> Any:
         """Rebuild the index. A maintenance command: refuses at once (exit 3) while another

@@ -335,21 +335,6 @@ class Store:
     def discard(self, staged: StagedFile) -> None:
         staged.staged.unlink(missing_ok=True)
 
-    def write_record(self, record: Record, *, expected: str | None | bool = False) -> bool:
-        """Stage and install ``record``; returns False (and writes nothing) if unchanged."""
-        from memidex.records.codec import parse_record_bytes
-
-        target = self.record_path(record.kind, record.id)
-        try:
-            existing = parse_record_bytes(target.read_bytes(), self.rel(target))
-        except (FileNotFoundError, RecordError):
-            existing = None
-        if existing == record:
-            return False
-        staged = self.stage(record)
-        self.install(staged, expected=expected)
-        return True
-
     def remove(self, relpath: str) -> None:
         path = self.abspath(relpath)
         path.unlink()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from dataclasses import dataclass, replace
 from typing import Any
@@ -18,8 +17,7 @@ from memidex.ranking import (
     sort_key,
 )
 
-__all__ = ["IndexRow", "find_ids", "list_records", "policies", "problems", "search",
-           "duplicate_ids", "missing_relations", "stored_paths"]
+__all__ = ["IndexRow", "duplicate_ids", "find_ids", "list_records", "problems", "search"]
 
 _BM25 = "bm25(records_fts, {}, {}, {})".format(*COLUMN_WEIGHTS)
 
@@ -214,14 +212,6 @@ def list_records(db: IndexDB, *, product: str | None, kinds: tuple[str, ...] = (
     return [_row(t) for t in db.conn.execute(sql, params)]
 
 
-def policies(db: IndexDB) -> list[dict[str, Any]]:
-    return [
-        {"id": r[0], "path": r[1], "line": r[2], "rule": r[3], "severity": r[4],
-         "products": json.loads(r[5]), "anchors": json.loads(r[6])}
-        for r in db.conn.execute(
-            "SELECT id, path, line, rule, severity, products, anchors FROM policies"
-            " ORDER BY id, path")
-    ]
 
 
 def problems(db: IndexDB) -> list[tuple[str, int, str]]:
@@ -238,13 +228,4 @@ def duplicate_ids(db: IndexDB) -> list[tuple[str, list[str]]]:
     return out
 
 
-def missing_relations(db: IndexDB) -> list[tuple[str, str, str, str]]:
-    """(path, src id, relation, missing target id) for relations naming no record."""
-    return [(r[0], r[1], r[2], r[3]) for r in db.conn.execute(
-        "SELECT r.path, e.src, e.rel, e.dst FROM edges e JOIN records r"
-        " ON r.rowid = e.record_rowid WHERE NOT EXISTS"
-        " (SELECT 1 FROM records t WHERE t.id = e.dst) ORDER BY 1, 3, 4")]
 
-
-def stored_paths(db: IndexDB) -> int:
-    return int(db.conn.execute("SELECT count(*) FROM files").fetchone()[0])
