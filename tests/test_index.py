@@ -426,3 +426,13 @@ def test_a_query_on_a_damaged_fts_index_falls_back_to_the_records(repo: Path) ->
     result = Memidex(repo).search("place order")
     assert result.level == "bundle-scan" and "damaged" in result.note
     assert [h.id for h in result.results] == [rec.id]
+
+
+def test_git_path_sees_an_edit_whose_mtime_was_put_back(repo: Path) -> None:
+    paths = _git_repo_with_records(repo)
+    before = paths[2].stat()
+    text = paths[2].read_text()
+    paths[2].write_text(text.replace("item 2", "ITEM 2"))  # same size, other bytes
+    os.utime(paths[2], ns=(before.st_atime_ns, before.st_mtime_ns))
+    os.utime(paths[2].parent, (OLD, OLD))
+    assert _refresh(repo).changed == [str(paths[2].relative_to(repo))]  # type: ignore[attr-defined]

@@ -88,6 +88,9 @@ class Suspects:
     method: str
     full: bool = False
     paths: set[str] = field(default_factory=set)
+    # Paths git says hold other content than its index or HEAD: hashed even when their
+    # stat looks unchanged (an mtime put back by a tool is still a change).
+    verify: set[str] = field(default_factory=set)
     snapshot: Snapshot | None = None
     reason: str = ""
 
@@ -209,6 +212,7 @@ def suspects(root: str, tops: list[str], snap: Snapshot | None) -> Suspects:
     if index_mtime is None or modified is None:
         return Suspects(method="stat", full=True, reason="git is not available here")
     paths = modified | set(snap.named) | set(snap.untracked)
+    verify = set(modified)
     racy_after = snap.scan_ns - RACY_NS
     if head != snap.head or index_mtime != snap.git_index_mtime or \
             index_mtime >= racy_after:
@@ -217,6 +221,7 @@ def suspects(root: str, tops: list[str], snap: Snapshot | None) -> Suspects:
         if staged is None:
             return Suspects(method="git", full=True, reason="git diff-index failed")
         paths |= staged
+        verify |= staged
         if head != snap.head:
             if snap.head is None or head is None:
                 return Suspects(method="git", full=True, reason="HEAD appeared or vanished")
@@ -225,6 +230,7 @@ def suspects(root: str, tops: list[str], snap: Snapshot | None) -> Suspects:
             if between is None:
                 return Suspects(method="git", full=True, reason="HEAD moved too far")
             paths |= between
+            verify |= between
     dirs = dict(snap.dirs)
     moved: list[str] = []
     for rel, old in snap.dirs.items():
@@ -255,4 +261,4 @@ def suspects(root: str, tops: list[str], snap: Snapshot | None) -> Suspects:
                        if os.path.lexists(os.path.join(root, p)))
     nxt = Snapshot(method="git", head=head, git_index_mtime=index_mtime, dirs=dirs,
                    untracked=untracked, named=sorted(modified), scan_ns=now)
-    return Suspects(method="git", paths=paths, snapshot=nxt)
+    return Suspects(method="git", paths=paths, verify=verify, snapshot=nxt)

@@ -394,8 +394,10 @@ class Changes:
 
 
 def _compare(store: Store, stored: Stored, current: list[FileStat], racy_after: int,
-             policies_rel: str, out: Changes) -> None:
-    """Sort ``current`` files against ``stored`` rows: changed ones into ``out``."""
+             policies_rel: str, out: Changes, *, always_hash: bool = False) -> None:
+    """Sort ``current`` files against ``stored`` rows: changed ones into ``out``.
+
+    A file whose stat matches is trusted unless it is too recent or ``always_hash``."""
     from memidex.records.codec import content_hash
 
     for fs in current:
@@ -406,7 +408,7 @@ def _compare(store: Store, stored: Stored, current: list[FileStat], racy_after: 
             target.append(fs)
             continue
         same_stat = (old[1], old[2], old[3]) == (fs.size, fs.mtime_ns, fs.ino)
-        if same_stat and fs.mtime_ns < racy_after:
+        if same_stat and fs.mtime_ns < racy_after and not always_hash:
             continue
         try:
             sha = content_hash(store.read_bytes(fs.relpath))
@@ -434,7 +436,8 @@ def detect_changes(store: Store, db: IndexDB) -> Changes:
                 if fs is None:
                     out.deleted.extend(stored)
                 else:
-                    _compare(store, stored, [fs], racy_after, store.policies_rel, out)
+                    _compare(store, stored, [fs], racy_after, store.policies_rel, out,
+                             always_hash=path in sus.verify)
             out.deleted.sort()
             out.snapshot = sus.snapshot
             return out
