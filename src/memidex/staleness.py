@@ -202,18 +202,59 @@ def take_snapshot(root: str, tops: list[str], paths: set[str], dirs: list[str]) 
                     named=sorted(named), scan_ns=now)
 
 
+def _start(root: str, *args: str) -> subprocess.Popen[bytes] | None:
+    try:
+        return subprocess.Popen(["git", "--no-optional-locks", *args], cwd=root,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"})
+    except OSError:
+        return None
+
+
+def _finish(proc: subprocess.Popen[bytes] | None) -> set[str] | None:
+    if proc is None:
+        return None
+    out, _ = proc.communicate(timeout=60)
+    return None if proc.returncode != 0 else _names(out.decode("utf-8", "surrogateescape"))
+
+
 def suspects(root: str, tops: list[str], snap: Snapshot | None) -> Suspects:
     """The paths to look at since ``snap`` (see the module docstring)."""
     if snap is None or snap.method != "git":
         return Suspects(method="stat", full=True, reason="no git snapshot")
     now = time.time_ns()
+    racy_after = snap.scan_ns - RACY_NS
+    dirs = dict(snap.dirs)
+    moved: list[str] = []
+    for rel, old in snap.dirs.items():
+        try:
+            mtime = os.stat(os.path.join(root, rel)).st_mtime_ns
+        except OSError:
+            return Suspects(method="git", full=True, reason=f"{rel} is gone")
+        if mtime != old or mtime >= racy_after:
+            dirs[rel] = mtime
+            moved.append(rel)
+    # A name added to a folder is untracked (or staged, seen below); a tracked file that
+    # is gone is in diff-files; an untracked one is in the snapshot. Listing the untracked
+    # files of a moved folder runs alongside the other git calls.
+    lister = _start(root, "ls-files", "-z", "--others", "--exclude-standard", "--",
+                    *moved) if moved else None
+    try:
+        return _suspects(root, tops, snap, now, racy_after, dirs, moved, lister)
+    finally:
+        if lister is not None and lister.returncode is None:
+            lister.communicate()
+
+
+def _suspects(root: str, tops: list[str], snap: Snapshot, now: int, racy_after: int,
+              dirs: dict[str, int], moved: list[str],
+              lister: subprocess.Popen[bytes] | None) -> Suspects:
     index_mtime, head = _index_mtime_and_head(root)
     modified = _diff_files(root, tops)
     if index_mtime is None or modified is None:
         return Suspects(method="stat", full=True, reason="git is not available here")
     paths = modified | set(snap.named) | set(snap.untracked)
     verify = set(modified)
-    racy_after = snap.scan_ns - RACY_NS
     if head != snap.head or index_mtime != snap.git_index_mtime or \
             index_mtime >= racy_after:
         staged = _names(_git(root, "diff-index", "--cached", "--name-only", "-z",
@@ -231,22 +272,9 @@ def suspects(root: str, tops: list[str], snap: Snapshot | None) -> Suspects:
                 return Suspects(method="git", full=True, reason="HEAD moved too far")
             paths |= between
             verify |= between
-    dirs = dict(snap.dirs)
-    moved: list[str] = []
-    for rel, old in snap.dirs.items():
-        try:
-            mtime = os.stat(os.path.join(root, rel)).st_mtime_ns
-        except OSError:
-            return Suspects(method="git", full=True, reason=f"{rel} is gone")
-        if mtime != old or mtime >= racy_after:
-            dirs[rel] = mtime
-            moved.append(rel)
     added: set[str] = set()
     if moved:
-        # A name added to a folder is untracked (or staged, seen above); a tracked file
-        # that is gone is in diff-files; an untracked one is in the snapshot.
-        others = _names(_git(root, "ls-files", "-z", "--others", "--exclude-standard",
-                             "--", *moved))
+        others = _finish(lister)
         if others is None:
             return Suspects(method="git", full=True, reason="git ls-files failed")
         for path in others:
