@@ -15,11 +15,13 @@ Prints one JSON object per line on stdout (``granted``, ``wrote``, ``paused``, `
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import json
 import os
 import shutil
 import signal
+import sqlite3
 import sys
 import tempfile
 import time
@@ -29,7 +31,7 @@ from typing import Any
 
 from memidex.config import load_config
 from memidex.errors import MemidexError
-from memidex.lease import set_step_hook
+from memidex.lease import AUTHORITY_FILE, set_step_hook
 from memidex.records.ids import record_id
 from memidex.records.model import Record
 from memidex.store import Store
@@ -101,6 +103,20 @@ def make_root(path: Path, ttl: float | None = None) -> Path:
 
 def knowledge(root: Path) -> Path:
     return root / "agent-qa-knowledge" / "memory"
+
+
+def store_for(root: Path) -> Store:
+    return Store(load_config(root))
+
+
+@contextlib.contextmanager
+def authority(root: Path) -> Iterator[sqlite3.Connection]:
+    """A plain connection to the authority DB, for tests to read (and damage) it."""
+    conn = sqlite3.connect(knowledge(root) / AUTHORITY_FILE)
+    try:
+        yield conn
+    finally:
+        conn.close()
 
 
 def driver_cmd(root: Path, *args: str) -> list[str]:

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import time
 from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lease_driver import (
+    authority,
     driver_cmd,
     events,
     expected_files,
@@ -25,9 +23,9 @@ from lease_driver import (
     make_root,
     scratch,  # noqa: F401 - a fixture
     snapshot,
+    store_for,
     wait_stopped,
 )
-from memidex.config import load_config
 from memidex.errors import FencedError, LeaseHeldError
 from memidex.lease import (
     AUTHORITY_FILE,
@@ -37,7 +35,6 @@ from memidex.lease import (
     lease_status,
     pid_start_time,
 )
-from memidex.store import Store
 from memidex.writer import writer_session
 
 
@@ -76,14 +73,6 @@ def kill(proc: subprocess.Popen[str]) -> None:
     proc.communicate(timeout=30)
 
 
-@contextlib.contextmanager
-def authority(root: Path) -> Iterator[sqlite3.Connection]:
-    conn = sqlite3.connect(knowledge(root) / AUTHORITY_FILE)
-    try:
-        yield conn
-    finally:
-        conn.close()
-
 
 def db_epoch(root: Path) -> int:
     with authority(root) as conn:
@@ -94,9 +83,6 @@ def staging_files(root: Path) -> list[str]:
     folder = knowledge(root) / "staging"
     return sorted(os.listdir(folder)) if folder.exists() else []
 
-
-def store_for(root: Path) -> Store:
-    return Store(load_config(root))
 
 
 @pytest.fixture

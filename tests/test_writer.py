@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import shutil
-import sqlite3
 import subprocess
 from collections import Counter
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from lease_driver import (
+    authority,
     change_set,
     driver_cmd,
     events,
@@ -25,21 +23,17 @@ from lease_driver import (
     make_root,
     scratch,  # noqa: F401 - a fixture
     snapshot,
+    store_for,
 )
-from memidex.config import load_config
 from memidex.errors import ConflictError, LeaseError, UnsafePathError
-from memidex.lease import AUTHORITY_FILE, STEPS, lease_status
+from memidex.lease import STEPS, lease_status
 from memidex.records.codec import content_hash
-from memidex.store import Store
 from memidex.writer import crash_at, inject_io_fault, writer_session
 
 INITIAL = expected_files(initial_records())
 FINAL = expected_files([make_record("keep"), make_record("update", 2), make_record("new"),
                         make_record("other")])
 
-
-def store_for(root: Path) -> Store:
-    return Store(load_config(root))
 
 
 def drive(root: Path, *args: str) -> tuple[int, list[dict[str, object]]]:
@@ -48,14 +42,6 @@ def drive(root: Path, *args: str) -> tuple[int, list[dict[str, object]]]:
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc.returncode, events(proc.stdout)
 
-
-@contextlib.contextmanager
-def authority(root: Path) -> Iterator[sqlite3.Connection]:
-    conn = sqlite3.connect(knowledge(root) / AUTHORITY_FILE)
-    try:
-        yield conn
-    finally:
-        conn.close()
 
 
 def assert_old_or_new(root: Path) -> None:
