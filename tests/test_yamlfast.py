@@ -12,7 +12,14 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memidex.records.yamlfast import dump_scalar, dump_value, fast_load, is_plain_str
+from memidex.records.yamlfast import (
+    _load_lines,
+    _load_whole,
+    dump_scalar,
+    dump_value,
+    fast_load,
+    is_plain_str,
+)
 from strategies import YAML_SPECIALS, front_matter_dicts, tricky_text, yaml_values
 
 LOADERS = [yaml.CSafeLoader, yaml.SafeLoader]
@@ -82,7 +89,118 @@ def test_front_matter_fast_load_equals_pyyaml(data: dict[str, Any]) -> None:
     fast = fast_load(text)
     if str_keys_only(data):
         assert fast is not None, text
-    assert fast is None or same(fast, data), text
+        assert _load_lines(text) is not None, text  # the fallback reads all of it too
+    for load in READERS.values():
+        fast = load(text)
+        assert fast is None or same(fast, data), text
+
+
+# Documents of plain tokens only: the shape the whole-document reader takes at once.
+_PLAIN_TOKEN = st.from_regex(
+    r"[A-Za-z0-9_/(-][A-Za-z0-9_/.@()+'-]{0,5}(?:[: ][A-Za-z0-9_/.@()+'-]{1,3}){0,2}",
+    fullmatch=True)
+_SIMPLE_TOKENS = st.one_of(
+    *[_PLAIN_TOKEN] * 6,
+    st.integers(-999, 999).map(str),
+    st.sampled_from(["null", "true", "false", "yes", "No", "on", "OFF", "Null", "0", "-7",
+                     "012", "1e3", "0x1f", "1_000", "-", "(x", "a:b", "a b", "~", "y"]),
+)
+_SIMPLE_VALUES = st.recursive(
+    _SIMPLE_TOKENS,
+    lambda inner: st.one_of(st.lists(inner, max_size=3),
+                            st.dictionaries(st.one_of(*[_PLAIN_TOKEN] * 9, _SIMPLE_TOKENS), inner,
+                                            max_size=3)),
+    max_leaves=8,
+)
+
+
+def _raw_flow(value: Any) -> str:
+    """Flow text with every token written as it is (no quoting): YAML decides."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_raw_flow(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_raw_flow(v) for v in value) + "]"
+    return str(value)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(
+    st.from_regex(r"[a-z_][a-z0-9_]{0,3}|yes|on|null", fullmatch=True),
+    st.one_of(_SIMPLE_VALUES.map(lambda v: ("line", v)),
+              st.lists(st.dictionaries(_PLAIN_TOKEN, _SIMPLE_VALUES, max_size=3), min_size=1,
+                       max_size=3).map(lambda v: ("block", v)))), min_size=1, max_size=6))
+def test_whole_document_reader_agrees_with_pyyaml_on_plain_tokens(
+        entries: list[tuple[str, tuple[str, Any]]]) -> None:
+    lines = []
+    for key, (shape, value) in entries:
+        if shape == "block":
+            lines.append(f"{key}:")
+            lines += [f"  - {_raw_flow(item)}" for item in value]
+        else:
+            lines.append(f"{key}: {_raw_flow(value)}")
+    text = "\n".join(lines) + "\n"
+    try:
+        expected = load_all(text)
+    except (yaml.YAMLError, ValueError):
+        expected = None
+    for load in READERS.values():
+        fast = load(text)
+        if fast is not None:
+            assert expected is not None, f"accepted what PyYAML refuses: {text!r}"
+            assert all(same(fast, e) for e in expected), text
+
+
+def _nested(leaf: st.SearchStrategy[Any], key: st.SearchStrategy[str], depth: int
+            ) -> st.SearchStrategy[Any]:
+    """Lists and mappings of ``leaf`` nested at most ``depth`` deep."""
+    inner = leaf
+    for _ in range(depth):
+        inner = st.one_of(leaf, st.lists(inner, max_size=3),
+                          st.dictionaries(key, inner, max_size=3))
+    return inner
+
+
+# Written plain, and not starting like a number (those are left to the line reader).
+_WRITTEN_PLAIN = _PLAIN_TOKEN.filter(lambda t: is_plain_str(t) and t[0] not in "-0123456789")
+_PLAIN_LEAF = st.one_of(_WRITTEN_PLAIN, st.integers(-(10**6), 10**6), st.booleans(), st.none())
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(
+    st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True).filter(is_plain_str),
+    st.one_of(
+        _nested(_PLAIN_LEAF, _WRITTEN_PLAIN, 3).filter(lambda v: not isinstance(v, list) or
+                                                       not v or not isinstance(v[0], dict)),
+        st.lists(st.dictionaries(_WRITTEN_PLAIN, _nested(_PLAIN_LEAF, _WRITTEN_PLAIN, 2),
+                                 max_size=3), min_size=1, max_size=3),
+    ),
+    min_size=1, max_size=8))
+def test_whole_document_reader_takes_what_memidex_writes_in_plain_tokens(
+        data: dict[str, Any]) -> None:
+    text = front_matter(data)
+    whole = _load_whole(text)
+    assert whole is not None, text
+    assert same(whole, data), text
+    for loaded in load_all(text):
+        assert same(loaded, data), text
+
+
+def test_whole_document_reader_takes_a_canonical_record() -> None:
+    text = (
+        "id: fact-el-button-x-0123456789abcdef\nkind: fact\nstatus: active\n"
+        "product: shop-web\nscope: {page: /checkout}\nanchor: el:button:x\n"
+        "anchors: [page:/checkout, test:checkout-happy-path]\ntitle: Place order is disabled\n"
+        "trust: {source: human, confirmations: 3, contradictions: 0, last_confirmed: 41}\n"
+        "valid: {from: 36, until: null}\n"
+        "relations: {supersedes: [], superseded_by: null, cites: [], contradicts: []}\n"
+        "evidence:\n  - {run: r-0041, test: checkout-happy-path, step: 3, observed: x (y)}\n"
+        "history:\n  - {valid: {from: 1, until: 36}, title: Was enabled, body: It was}\n"
+    )
+    whole = _load_whole(text)
+    assert whole is not None
+    for loaded in load_all(text):
+        assert same(whole, loaded)
+    assert same(whole, _load_lines(text))
 
 
 @pytest.mark.parametrize("special", YAML_SPECIALS)
@@ -219,7 +337,11 @@ MUTATIONS: dict[str, Callable[[str, st.DataObject], str]] = {
     "escape": _sub_nth(r'"([^"\\]*)"', lambda m: '"\\x41' + m.group(1) + '"'),
     "CRLF": lambda t, d: t.replace("\n", "\r\n"),
     "bare key": _line_op(lambda ls, i: ls.__setitem__(i, ls[i].split(":")[0] + ":")),
+    "second node on a line": _sub_nth(r"[}\]]$", lambda m: m.group() + ", x: [y]"),
+    "second list on a line": _sub_nth(r"[}\]]$", lambda m: m.group() + ", [y]"),
 }
+
+READERS = {"fast_load": fast_load, "whole": _load_whole, "lines": _load_lines}
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
@@ -231,25 +353,27 @@ def test_fast_load_never_disagrees_on_hand_written_variants(
     names = draw.draw(st.lists(st.sampled_from(sorted(MUTATIONS)), min_size=1, max_size=3))
     for name in names:
         text = MUTATIONS[name](text, draw)
-    fast = fast_load(text)
-    if fast is None:
-        return
-    for loader in LOADERS:
-        try:
-            loaded = yaml.load(text, Loader=loader)  # noqa: S506
-        except yaml.YAMLError as exc:
-            pytest.fail(f"fast_load accepted {text!r} ({names}) that PyYAML refuses: {exc}")
-        assert same(fast, loaded), (names, text)
+    for reader, load in READERS.items():
+        fast = load(text)
+        if fast is None:
+            continue
+        for loader in LOADERS:
+            try:
+                loaded = yaml.load(text, Loader=loader)  # noqa: S506
+            except yaml.YAMLError as exc:
+                pytest.fail(f"{reader} accepted {text!r} ({names}) that PyYAML refuses: {exc}")
+            assert same(fast, loaded), (reader, names, text)
 
 
 @settings(max_examples=300)
 @given(st.lists(st.text(st.sampled_from("ab01 :,[]{}#-\"'?\\ntx"), max_size=20), max_size=4))
 def test_fast_load_on_arbitrary_lines(lines: list[str]) -> None:
     text = "\n".join(lines)
-    fast = fast_load(text)
-    if fast is not None:
-        for loaded in load_all(text):
-            assert same(fast, loaded), text
+    for load in READERS.values():
+        fast = load(text)
+        if fast is not None:
+            for loaded in load_all(text):
+                assert same(fast, loaded), text
 
 
 @pytest.mark.parametrize(
@@ -286,10 +410,16 @@ def test_fast_load_on_arbitrary_lines(lines: list[str]) -> None:
         "a: \"\\ud83d\\ude00\"\n",
         "a: [[b]]]\n",
         "a: {b: 1} c\n",
+        "a: {b: 1}, c: d\n",
+        "a: [b], [c]\n",
+        "a:\n  - {x: 1}, {y: 2}\n",
+        "a:\n  - {a: [b\n  - [c]]}, {d: e}\n",
+        "a: \n",
     ],
 )
 def test_hand_written_yaml_goes_to_pyyaml(text: str) -> None:
-    assert fast_load(text) is None
+    for load in READERS.values():
+        assert load(text) is None
     try:
         load_all(text)  # the fallback answers, or reports the error with its line
     except yaml.MarkedYAMLError as exc:

@@ -41,10 +41,13 @@ TOP_KEYS: tuple[str, ...] = (
     "evidence",
     "history",
 )
+_TOP_KEY_SET = frozenset(TOP_KEYS)
 REQUIRED = ("id", "kind", "status", "product", "anchor", "title")
 EVIDENCE_KEY_ORDER = ("run", "test", "step", "observed")
 _TRUST_KEYS = ("source", "confirmations", "contradictions", "last_confirmed")
 _RELATION_KEYS = ("supersedes", "superseded_by", "cites", "contradicts")
+_TRUST_KEY_SET = frozenset(_TRUST_KEYS)
+_RELATION_KEY_SET = frozenset(_RELATION_KEYS)
 
 
 def key_line(front_matter: str, key: str, first_line: int = 2) -> int:
@@ -95,6 +98,8 @@ def _pairs(value: Any, c: _Collector, key: str, order: tuple[str, ...] = ()) -> 
         if not _is_scalar(v):
             c.add(key, f"`{key}.{k}` must be a string, a whole number, true/false or null")
             return None
+    if tuple(value) == order:  # already in canonical order (as memidex writes it)
+        return tuple(value.items())
     keys = [k for k in order if k in value] + sorted(k for k in value if k not in order)
     return tuple((k, value[k]) for k in keys)
 
@@ -133,8 +138,8 @@ def _trust(value: Any, c: _Collector) -> Trust | None:
     if not isinstance(value, dict):
         c.add("trust", "`trust` must be a mapping")
         return None
-    unknown = sorted(set(value) - set(_TRUST_KEYS), key=str)
-    if unknown:
+    if not value.keys() <= _TRUST_KEY_SET:
+        unknown = sorted(set(value) - _TRUST_KEY_SET, key=str)
         c.add("trust", f"unknown key `trust.{unknown[0]}`")
         return None
     source = value.get("source", "local")
@@ -162,8 +167,8 @@ def _relations(value: Any, c: _Collector) -> Relations | None:
     if not isinstance(value, dict):
         c.add("relations", "`relations` must be a mapping")
         return None
-    unknown = sorted(set(value) - set(_RELATION_KEYS), key=str)
-    if unknown:
+    if not value.keys() <= _RELATION_KEY_SET:
+        unknown = sorted(set(value) - _RELATION_KEY_SET, key=str)
         c.add("relations", f"unknown key `relations.{unknown[0]}`")
         return None
     by = value.get("superseded_by")
@@ -206,9 +211,10 @@ def record_from_mapping(
     c = _Collector(path, front_matter, first_line)
     if not isinstance(data, dict):
         raise RecordError([Problem(path, first_line, "front matter must be a YAML mapping")])
-    for key in data:
-        if key not in TOP_KEYS:
-            c.add(str(key), f"unknown key `{_show(key, bare=True)}`")
+    if not data.keys() <= _TOP_KEY_SET:
+        for key in data:
+            if key not in _TOP_KEY_SET:
+                c.add(str(key), f"unknown key `{_show(key, bare=True)}`")
     missing = [k for k in REQUIRED if data.get(k) in (None, "")]
     for key in missing:
         c.problems.append(Problem(path, first_line - 1, f"missing required key `{key}`"))

@@ -5,9 +5,12 @@ style (``{a: b}``, ``[a, b]``), strings plain when that is unambiguous and JSON-
 otherwise, and list-of-mapping keys (``evidence``, ``history``) as block items
 ``  - {…}``. A mapping key longer than YAML's 1024-character implicit-key limit is
 written explicitly (``{? key: value}``). :func:`fast_load` reads that subset and returns
-``None`` for anything else, so the caller falls back to PyYAML. A property test proves
-``fast_load(text) == yaml.safe_load(text)`` on every text :func:`dump_value` can produce
-and on the hand-written variants around it.
+``None`` for anything else, so the caller falls back to PyYAML. It tries the whole
+front matter at once first (plain tokens only: one regular expression and a few string
+substitutions to JSON), then line by line. Property tests prove each of the two readers
+equal to ``yaml.safe_load(text)`` on every text :func:`dump_value` can produce and on the
+hand-written variants around it, and that a value holding two flow nodes on one line
+(``{a: b}, c: d``, which YAML refuses) is declined.
 """
 
 from __future__ import annotations
@@ -201,14 +204,20 @@ and whole numbers, which are unquoted first)."""
 
 
 def _simple_json(text: str) -> str | None:
-    """JSON for a value of brackets, separators and plain tokens, by string replacement.
+    """JSON for a value of brackets, separators and plain tokens, by string replacement."""
+    if len(text) > _SIMPLE_KEY_MAX or not _SIMPLE_VALUE.fullmatch(text):
+        return None
+    return _quote_tokens(text)
+
+
+def _quote_tokens(text: str) -> str | None:
+    """JSON for flow text already known to hold only brackets, ``, ``, ``: `` and simple
+    tokens (none longer than an implicit key may be), or None.
 
     Tokens hold no quote, bracket or comma and no ": ", so quoting every token means
     quoting at every boundary; the empty and doubled quotes this makes at bracket
     boundaries are then taken out. No Python call per token. A token glued to a bracket
     (``a[b]``) leaves a stray quote that JSON refuses, so it goes to PyYAML."""
-    if len(text) > _SIMPLE_KEY_MAX or not _SIMPLE_VALUE.fullmatch(text):
-        return None
     out = (text.replace("[", '["').replace("{", '{"').replace("]", '"]').replace("}", '"}')
            .replace(", ", '", "').replace(": ", '": "'))
     out = ('"' + out + '"').replace('"[', "[").replace('"{', "{").replace(']"', "]") \
@@ -260,8 +269,57 @@ def _line(line: str) -> tuple[str, str] | None:
 
 def fast_load(front_matter: str) -> dict[str, Any] | None:
     """Read canonical front matter; ``None`` when it is not in the canonical subset."""
+    data = _load_whole(front_matter)
+    return data if data is not None else _load_lines(front_matter)
+
+
+# The whole front matter at once, for the common case: every line is ``key: value``, or
+# ``key:`` followed by ``  - item`` lines, and every value is one plain token or one flow
+# node of plain tokens nested at most three deep. One regular expression checks that, the
+# substitutions above turn it into JSON, and there is no Python call per line or token.
+_TOK = rf"(?>{_SIMPLE_TOKEN})"
+_INNER = rf"(?:, |: |{_TOK})"
+_NODE1 = rf"[\[{{]{_INNER}*+[\]}}]"
+_NODE2 = rf"[\[{{](?:{_INNER}|{_NODE1})*+[\]}}]"
+_NODE3 = rf"[\[{{](?:{_INNER}|{_NODE2})*+[\]}}]"
+_DOC = re.compile(
+    rf"(?:[a-z_][a-z0-9_]*(?:: (?:{_NODE3}|{_TOK})|:(?:\n  - {_NODE3})++)\n)++"
+)
+_LONG_TOKEN = re.compile(rf"(?<![^,\[\]{{}}\n])[^,\[\]{{}}\n]{{{_SIMPLE_KEY_MAX}}}")
+"""A run between separators as long as a key YAML would forget (declined, to be safe)."""
+_BLOCK = re.compile(":\x02([^\n]*)")
+
+
+def _block(m: re.Match[str]) -> str:
+    return ": [" + m.group(1).replace("\x03", ", ") + "]"
+
+
+def _load_whole(front: str) -> dict[str, Any] | None:
+    if _LONG_TOKEN.search(front) or not _DOC.fullmatch(front):
+        return None  # (the pattern admits printable ASCII and line ends only)
+    # `key:` + item lines -> `key: [item, item]`; then the lines are one flow mapping.
+    text = front.replace(":\n  - ", ":\x02").replace("\n  - ", "\x03")
+    if "\x02" in text:
+        text = _BLOCK.sub(_block, text)
+    out = _quote_tokens("{" + text[:-1].replace("\n", ", ") + "}")
+    if out is None:
+        return None
+    try:
+        data = json.loads(out)
+    except ValueError:
+        return None
+    keys = front.count("\n") - front.count("\n  - ")
+    # fewer keys than key lines: a key given twice, which the line reader declines too
+    return data if isinstance(data, dict) and len(data) == keys else None
+
+
+def _load_lines(front_matter: str) -> dict[str, Any] | None:
+    """Line by line: quoted strings, deeper nesting, blank lines. Each value is wrapped in
+    a one-element JSON list and must come back as one element: a line holding two nodes
+    (``{a: b}, c: d``) is refused by YAML and so declined here."""
     entries: list[str] = []
     keys: set[str] = set()
+    blocks: set[str] = set()  # keys whose value is a block of `  - item` lines
     list_key: str | None = None
     items: list[str] = []
     for line in front_matter.split("\n"):
@@ -274,7 +332,7 @@ def fast_load(front_matter: str) -> dict[str, Any] | None:
         if first == _ITEM:
             if list_key is None:
                 return None
-            items.append(second)
+            items.append(f"[{second}]")
             continue
         key = second if first == _LIST else first
         if key in keys:
@@ -283,20 +341,33 @@ def fast_load(front_matter: str) -> dict[str, Any] | None:
         if list_key is not None:
             if not items:
                 return None  # `key:` with no items is null in YAML; never written that way
-            entries.append(f'"{list_key}":[{",".join(items)}]')
+            entries.append(f'"{list_key}":[[{",".join(items)}]]')
             list_key, items = None, []
         if first == _LIST:
             list_key = second
+            blocks.add(key)
         else:
-            entries.append(f'"{key}":{second}')
+            entries.append(f'"{key}":[{second}]')
     if list_key is not None:
         if not items:
             return None
-        entries.append(f'"{list_key}":[{",".join(items)}]')
+        entries.append(f'"{list_key}":[[{",".join(items)}]]')
     if not keys:
         return None  # an empty document is null in YAML, not an empty mapping
     try:
-        data = json.loads("{" + ",".join(entries) + "}")
+        wrapped = json.loads("{" + ",".join(entries) + "}")
     except (ValueError, RecursionError):
         return None
-    return data if isinstance(data, dict) else None
+    if not isinstance(wrapped, dict):
+        return None
+    data: dict[str, Any] = {}
+    for key, wrap in wrapped.items():
+        if len(wrap) != 1:
+            return None
+        value = wrap[0]
+        if key in blocks:
+            if any(len(item) != 1 for item in value):
+                return None
+            value = [item[0] for item in value]
+        data[key] = value
+    return data
