@@ -21,7 +21,7 @@ def commands() -> list[list[str]]:
     """Every command path, depth first, in the order --help lists them."""
     import typer.main
 
-    from memidex.cli.main import app
+    from memidex.cli.commands import app
 
     root = typer.main.get_command(app)
     out: list[list[str]] = []

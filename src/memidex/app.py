@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memidex.config import Config, load_config
 from memidex.errors import (
@@ -25,8 +25,11 @@ from memidex.errors import (
     UsageError,
 )
 from memidex.ranking import DEFAULT_STATUSES, SearchHit, SearchQuery
-from memidex.records.model import KINDS, STATUSES, Record, Trust
+from memidex.records.vocab import KINDS, STATUSES
 from memidex.store import LoadedRecord, Store
+
+if TYPE_CHECKING:
+    from memidex.records.model import Record
 
 __all__ = [
     "AddResult",
@@ -419,6 +422,8 @@ class Memidex:
         target = self.store.record_path(kind, rid)
         rel = self.store.rel(target)
         existing_hash = self.store.current_hash(target)
+        from memidex.records.model import Record, Trust
+
         old: Record | None = None
         if existing_hash is not None:
             from memidex.records.codec import parse_record_bytes

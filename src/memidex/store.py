@@ -14,11 +14,15 @@ import stat as stat_mod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memidex.config import Config
 from memidex.errors import ConflictError, Problem, RecordError, UnsafePathError
 from memidex.records.ids import ID_RE
-from memidex.records.model import KINDS, Policy, Record
+from memidex.records.vocab import KINDS
+
+if TYPE_CHECKING:
+    from memidex.records.model import Policy, Record
 
 __all__ = ["DirScan", "FileStat", "LoadedRecord", "StagedFile", "Store", "fsync_dir",
            "swap_into_place"]
@@ -266,7 +270,7 @@ class Store:
     def load_policies(self, files: list[FileStat] | None = None
                       ) -> tuple[list[tuple[FileStat, str, list[Policy]]], list[Problem]]:
         """Every policy file: (stat, content hash, policies), plus the files that are bad."""
-        from memidex.records.codec import content_hash
+        from memidex.records.digest import content_hash
         from memidex.records.policy import parse_policies
 
         out: list[tuple[FileStat, str, list[Policy]]] = []
@@ -282,7 +286,7 @@ class Store:
         return out, problems
 
     def current_hash(self, target: Path) -> str | None:
-        from memidex.records.codec import content_hash
+        from memidex.records.digest import content_hash
 
         try:
             return content_hash(target.read_bytes())

@@ -1,7 +1,7 @@
 """The curation commands (``knowledge confirm|supersede|deprecate|quarantine|release|purge``)
 and ``memidex daemon``: thin typer commands over :class:`memidex.app.Memidex`.
 
-Registered by importing this module from :mod:`memidex.cli.main` (after ``app`` and
+Registered by importing this module from :mod:`memidex.cli.commands` (after ``app`` and
 ``knowledge`` exist). Errors are raised, never turned into exit codes here.
 """
 
@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from memidex.cli.main import JsonOpt, _memidex, app, knowledge
+from memidex.cli.commands import JsonOpt, _memidex, app, knowledge
 
 __all__: list[str] = []
 

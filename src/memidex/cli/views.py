@@ -1,4 +1,5 @@
-"""rich rendering of each command's result for people (``--json`` bypasses this module)."""
+"""rich rendering of each command's result for people (``--json`` bypasses this module;
+search results are plain text, :mod:`memidex.cli.plain`)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from memidex.cli.render import console, err_console, escape
 
 if TYPE_CHECKING:
-    from memidex.app import CheckReport, SearchResult, ShownRecord
+    from memidex.app import CheckReport, ShownRecord
 
 T = TypeVar("T")
-
-_CONFIDENCE_STYLE = {"reliable": "green", "candidate": "yellow", "weak": "red"}
 
 
 def with_progress(label: str, work: Callable[[Callable[[int, int], None]], T],
@@ -46,36 +45,6 @@ def rebuild(report: Any) -> None:
             c.print(f"  {escape(str(p))}")
         if len(report.problems) > 20:
             c.print(f"  … and {len(report.problems) - 20} more (memidex knowledge check)")
-
-
-def search(result: SearchResult) -> None:
-    c = console()
-    scope = result.product or "all products"
-    if not result.results:
-        c.print(f"no records match {escape(result.query)!r} in {escape(scope)} "
-                f"(level {result.level}).")
-        c.print("try fewer or other words, --status any, or --all-products.")
-        return
-    from rich.table import Table
-
-    table = Table(title=f"{escape(result.query)} — {escape(scope)} ({result.level})",
-                  show_lines=False, expand=False)
-    for col in ("#", "confidence", "score", "kind", "id / title"):
-        table.add_column(col, overflow="fold")
-    for i, h in enumerate(result.results, 1):
-        style = _CONFIDENCE_STYLE.get(h.confidence, "")
-        status = "" if h.status == "active" else f" [dim]({h.status})[/dim]"
-        table.add_row(str(i), f"[{style}]{h.confidence}[/{style}]", f"{h.score:.2f}", h.kind,
-                      f"[bold]{escape(h.title)}[/bold]{status}\n[dim]{escape(h.id)}[/dim]\n" +
-                      _marks(h.snippet))
-    c.print(table)
-    if result.note:
-        c.print(f"[yellow]note:[/yellow] {escape(result.note)}")
-
-
-def _marks(snippet: str) -> str:
-    """Render the «matched» words of a snippet in bold."""
-    return escape(snippet).replace("«", "[bold cyan]").replace("»", "[/bold cyan]")
 
 
 def show(shown: ShownRecord) -> None:

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memidex import __version__
 from memidex.errors import Problem, RecordError
@@ -30,9 +29,11 @@ from memidex.index.db import (
 )
 from memidex.index.schema import POST_LOAD, SCHEMA_VERSION, TOKENIZER
 from memidex.records.ids import scope_json
-from memidex.records.model import Policy, Record
 from memidex.staleness import RACY_NS, Snapshot, suspects, take_snapshot
 from memidex.store import FileStat, LoadedRecord, Store, swap_into_place
+
+if TYPE_CHECKING:
+    from memidex.records.model import Policy, Record
 
 __all__ = [
     "BuildReport",
@@ -112,7 +113,8 @@ def file_rows(store: Store, fs: FileStat) -> FileRows:
     except OSError as exc:
         return FileRows((fs.relpath, "record", fs.size, fs.mtime_ns, fs.ino, ""), None, (), (),
                         ((fs.relpath, 0, f"cannot read: {exc.strerror}"),))
-    from memidex.records.codec import content_hash, parse_record_bytes
+    from memidex.records.codec import parse_record_bytes
+    from memidex.records.digest import content_hash
 
     sha = content_hash(data)
     frow = (fs.relpath, "record", len(data), fs.mtime_ns, fs.ino, sha)
@@ -206,7 +208,7 @@ def _insert(conn: sqlite3.Connection, batch: Batch) -> None:
 def _policy_rows(store: Store, files: Sequence[FileStat]) -> tuple[
         list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[str, int, str]]]:
     """(file rows, policy rows, problem rows) for policy files."""
-    from memidex.records.codec import content_hash
+    from memidex.records.digest import content_hash
     from memidex.records.policy import parse_policies
 
     frows: list[tuple[Any, ...]] = []
@@ -242,6 +244,8 @@ def _write_meta(conn: sqlite3.Connection, values: dict[str, str]) -> None:
 def rebuild(store: Store, target: Path, *, jobs: int | None = None,
             progress: Progress | None = None) -> BuildReport:
     """Build the whole index into a new file and swap it in atomically."""
+    import secrets
+
     started = time.perf_counter()
     scan_ns = time.time_ns()
     files, policy_files, scan_problems, dirs = store.scan_all(stat=False)
@@ -398,8 +402,6 @@ def _compare(store: Store, stored: Stored, current: list[FileStat], racy_after: 
     """Sort ``current`` files against ``stored`` rows: changed ones into ``out``.
 
     A file whose stat matches is trusted unless it is too recent or ``always_hash``."""
-    from memidex.records.codec import content_hash
-
     for fs in current:
         kind = "policy" if fs.relpath.startswith(policies_rel + "/") else "record"
         target = out.policies if kind == "policy" else out.records
@@ -410,6 +412,8 @@ def _compare(store: Store, stored: Stored, current: list[FileStat], racy_after: 
         same_stat = (old[1], old[2], old[3]) == (fs.size, fs.mtime_ns, fs.ino)
         if same_stat and fs.mtime_ns < racy_after and not always_hash:
             continue
+        from memidex.records.digest import content_hash
+
         try:
             sha = content_hash(store.read_bytes(fs.relpath))
         except OSError:

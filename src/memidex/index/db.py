@@ -10,7 +10,6 @@ is not its own.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -33,6 +32,8 @@ class IndexSwapped(Exception):
 
 def file_digest(path: str, sha256: str) -> int:
     """One file's share of the sources fingerprint (combined by XOR, order-free)."""
+    import hashlib  # here: OpenSSL costs a search's start-up ~2 ms
+
     return int.from_bytes(hashlib.sha256(f"{path}\0{sha256}".encode()).digest()[:16], "big")
 
 

@@ -11,10 +11,10 @@ Contract (``docs/records.md``):
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from memidex.errors import Problem, RecordError
+from memidex.records.digest import HASH_TAG, content_hash, verify_hash
 from memidex.records.model import Pairs, Record
 from memidex.records.validate import record_from_mapping
 from memidex.records.yamlfast import (
@@ -35,20 +35,6 @@ __all__ = [
     "split_front_matter",
     "verify_hash",
 ]
-
-HASH_TAG = "sha256:"
-
-
-def content_hash(data: bytes) -> str:
-    return HASH_TAG + hashlib.sha256(data).hexdigest()
-
-
-def verify_hash(data: bytes, tagged: str) -> bool:
-    """Re-derive the tagged hash of ``data`` and compare."""
-    if not tagged.startswith(HASH_TAG):
-        return False
-    return content_hash(data) == tagged
-
 
 def split_front_matter(text: str, path: str) -> tuple[str, str, int]:
     """Return (front matter, body, file line where the front matter starts)."""

@@ -7,6 +7,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from memidex.records.vocab import (
+    KINDS,
+    SERVABLE_STATUSES,
+    SEVERITIES,
+    SOURCES,
+    STATUSES,
+    Pairs,
+    Scalar,
+)
+
 __all__ = [
     "KINDS",
     "STATUSES",
@@ -14,6 +24,7 @@ __all__ = [
     "SOURCES",
     "SEVERITIES",
     "Scalar",
+    "Pairs",
     "Trust",
     "Valid",
     "Relations",
@@ -22,14 +33,6 @@ __all__ = [
     "Policy",
 ]
 
-KINDS: tuple[str, ...] = ("fact", "caution", "procedure", "unknown")
-STATUSES: tuple[str, ...] = ("candidate", "active", "superseded", "deprecated", "quarantined")
-SERVABLE_STATUSES: tuple[str, ...] = ("active", "candidate")
-SOURCES: tuple[str, ...] = ("local", "ci", "human", "import")
-SEVERITIES: tuple[str, ...] = ("must", "should", "info")
-
-Scalar = str | int | bool | None
-Pairs = tuple[tuple[str, Scalar], ...]
 
 
 @dataclass(frozen=True, slots=True)

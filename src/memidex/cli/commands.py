@@ -1,0 +1,328 @@
+"""The ``memidex`` commands: a thin typer layer over :class:`memidex.app.Memidex`.
+
+Each command parses its arguments, calls one library method and renders the result.
+:mod:`memidex.cli.main` runs them and is the one place that maps
+:class:`MemidexError` to an exit code and a one-line ``error:`` message.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from memidex import __version__
+from memidex.cli.fast import SearchArgs, open_memidex, run_search
+from memidex.errors import ProblemsFound, UsageError
+
+if TYPE_CHECKING:
+    from memidex.app import Memidex
+
+__all__ = ["app", "knowledge"]
+
+app = typer.Typer(
+    name="memidex",
+    help="A git-native knowledge store for AI testing agents: committed records, a derived "
+    "SQLite index, search and health checks. Records live in "
+    "agent-qa-knowledge/memory/records/; the index is derived and always safe to delete.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+knowledge = typer.Typer(
+    help="Records: search, show, list, check, add, curate (confirm, supersede, deprecate, "
+    "quarantine, release, purge) and rebuild the index.",
+    no_args_is_help=True,
+)
+app.add_typer(knowledge, name="knowledge")
+
+
+class _State:
+    root: Path | None = None
+
+
+STATE = _State()
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")]
+ProductOpt = Annotated[
+    str | None,
+    typer.Option("--product", "-p", help="Product to scope to (default: `product` in "
+                 "memidex.toml)."),
+]
+AllProductsOpt = Annotated[
+    bool, typer.Option("--all-products", help="Search every product (explicitly unscoped).")
+]
+KindOpt = Annotated[
+    list[str] | None,
+    typer.Option("--kind", "-k", help="Only this kind (fact, caution, procedure, unknown); "
+                 "repeatable."),
+]
+AnchorOpt = Annotated[
+    list[str] | None,
+    typer.Option("--anchor", "-a", help="Only records with this anchor (type:value; a "
+                 "trailing * matches a prefix); repeatable."),
+]
+
+
+def _version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"memidex {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    root: Annotated[
+        Path | None,
+        typer.Option("--root", help="Repository root (default: walk up to memidex.toml, "
+                     "else the git top level).", envvar=None),
+    ] = None,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True,
+                           help="Print the version and exit.")
+    ] = False,
+) -> None:
+    STATE.root = root
+
+
+def _memidex(*, reading: bool = False) -> Memidex:
+    """The facade for this command (see :func:`memidex.cli.fast.open_memidex`)."""
+    return open_memidex(STATE.root, reading=reading)
+
+
+# --- init and doctor -----------------------------------------------------------------
+
+
+@app.command()
+def init(json_out: JsonOpt = False) -> None:
+    """Create the memidex layout here (records, policies, memidex.toml, .gitignore entries).
+
+    Idempotent: running it again changes nothing.
+    """
+    from memidex.layout import init_repository, init_root
+
+    root = STATE.root.resolve() if STATE.root else init_root(Path.cwd())
+    report = init_repository(root)
+    if json_out:
+        from memidex.cli.render import print_json
+
+        print_json(report.as_dict())
+        return
+    if report.created:
+        sys.stdout.write(f"initialised memidex in {root}\n")
+        for item in report.created:
+            sys.stdout.write(f"  created {item}\n")
+    else:
+        sys.stdout.write(f"memidex is already initialised in {root}; nothing changed\n")
+
+
+@app.command()
+def doctor(json_out: JsonOpt = False) -> None:
+    """Report the search level, index health, staleness, record errors, lease and config.
+
+    Exits 1 when something is unhealthy (no index, a damaged index, or bad records).
+    """
+    from memidex.cli import views
+
+    with _memidex(reading=True) as m:
+        report = m.doctor()
+    if json_out:
+        from memidex.cli.render import print_json
+
+        print_json(report)
+    else:
+        views.doctor(report)
+    if not report["healthy"]:
+        raise ProblemsFound("doctor found problems", hint="see the report above")
+
+
+# --- knowledge -----------------------------------------------------------------------
+
+
+@knowledge.command("rebuild-index")
+def rebuild_index(
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1,
+                                             help="Parser processes (default: CPU count).")
+                    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Build the index from every record and policy into a new file and swap it in.
+
+    Readers never see a half-built index; two rebuilds over the same files give the same
+    contents.
+    """
+    from memidex.cli import views
+
+    with _memidex() as m:
+        report = views.with_progress("indexing records", lambda cb: m.rebuild_index(
+            progress=cb, jobs=jobs), quiet=json_out)
+    if json_out:
+        from memidex.cli.render import print_json
+
+        print_json({"path": report.path, "records": report.records,
+                    "policies": report.policies, "seconds": round(report.seconds, 3),
+                    "problems": [p.as_dict() for p in report.problems]})
+    else:
+        views.rebuild(report)
+
+
+@knowledge.command()
+def search(
+    query: Annotated[str, typer.Argument(help="Words to search for (searched as plain text).")],
+    product: ProductOpt = None,
+    all_products: AllProductsOpt = False,
+    kind: KindOpt = None,
+    status: Annotated[
+        list[str] | None,
+        typer.Option("--status", "-s", help="Only this status; repeatable; `any` for every "
+                     "status (default: active and candidate)."),
+    ] = None,
+    anchor: AnchorOpt = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="Results to show.")] = 10,
+    json_out: JsonOpt = False,
+) -> None:
+    """Full-text search (BM25) scoped to one product, best first, with snippets."""
+    run_search(SearchArgs(root=STATE.root, query=query, product=product,
+                          all_products=all_products, kind=kind or [], status=status or [],
+                          anchor=anchor or [], limit=limit, json_out=json_out))
+
+
+@knowledge.command()
+def show(
+    record_id: Annotated[str, typer.Argument(metavar="ID", help="A record id or a unique "
+                                             "prefix of one.")],
+    raw: Annotated[bool, typer.Option("--raw", help="Print the file exactly as stored.")
+                   ] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Show one record."""
+    from memidex.cli import views
+
+    with _memidex(reading=True) as m:
+        shown = m.show(record_id)
+    if json_out:
+        from memidex.cli.render import print_json
+
+        print_json(shown.as_dict())
+    elif raw:
+        sys.stdout.write(shown.text)
+    else:
+        views.show(shown)
+
+
+@knowledge.command("list")
+def list_(
+    product: ProductOpt = None,
+    all_products: AllProductsOpt = False,
+    kind: KindOpt = None,
+    status: Annotated[
+        list[str] | None,
+        typer.Option("--status", "-s", help="Only this status; repeatable (default: every "
+                     "status)."),
+    ] = None,
+    anchor: AnchorOpt = None,
+    limit: Annotated[int | None, typer.Option("--limit", "-n", min=1)] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """List records of a product, by kind then id."""
+    from memidex.cli import views
+
+    with _memidex(reading=True) as m:
+        rows = m.list_records(product=product, all_products=all_products, kinds=kind or (),
+                              statuses=status, anchors=anchor or (), limit=limit)
+    if json_out:
+        from memidex.cli.render import print_json
+
+        print_json({"count": len(rows), "records": rows})
+    else:
+        views.listing(rows)
+
+
+@knowledge.command()
+def check(
+    fmt: Annotated[str, typer.Option("--format", "-f", help="text, json or github "
+                                     "(workflow annotations).")] = "text",
+) -> None:
+    """Validate every record and policy: schema, ids, duplicates, relations, locations.
+
+    Reads the files themselves, not the index. Exits 1 when there are problems.
+    """
+    from memidex.cli import views
+
+    if fmt not in ("text", "json", "github"):
+        raise UsageError(f"unknown --format {fmt!r}: use text, json or github")
+    with _memidex() as m:
+        report = m.check()
+    views.check(report, fmt)
+    if not report.ok:
+        files = len({p.path for p in report.problems})
+        raise ProblemsFound(f"{len(report.problems)} problem(s) in {files} file(s)",
+                            hint="fix the files by hand; memidex never rewrites them")
+
+
+@knowledge.command()
+def add(
+    kind: Annotated[str, typer.Option("--kind", "-k", help="fact, caution, procedure or "
+                                      "unknown.")],
+    anchor: Annotated[list[str], typer.Option("--anchor", "-a", help="type:value; the first "
+                                              "is the main anchor; repeatable.")],
+    title: Annotated[str, typer.Option("--title", "-t", help="One line a reviewer reads.")],
+    product: ProductOpt = None,
+    scope: Annotated[
+        list[str] | None,
+        typer.Option("--scope", help="key=value, part of the record's identity; repeatable."),
+    ] = None,
+    body: Annotated[str | None, typer.Option("--body", "-b", help="The record's text.")
+                    ] = None,
+    body_file: Annotated[
+        str | None, typer.Option("--body-file", help="Read the text from a file, or - for "
+                                 "standard input.")
+    ] = None,
+    wait: Annotated[
+        float,
+        typer.Option("--wait", min=0, help="Seconds to wait for the writer lease (or for a "
+                     "running daemon to apply the change) before giving up with exit 3."),
+    ] = 10.0,
+    json_out: JsonOpt = False,
+) -> None:
+    """Write a human-authored record (trust.source human, status active).
+
+    Adding the same kind/anchor/product/scope again updates that record.
+    """
+    if body is not None and body_file is not None:
+        raise UsageError("give --body or --body-file, not both")
+    text = body or ""
+    if body_file is not None:
+        try:
+            text = sys.stdin.read() if body_file == "-" else Path(body_file).read_text(
+                encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            from memidex.errors import InvalidInputError
+
+            raise InvalidInputError(f"cannot read --body-file {body_file}: {exc}") from None
+    scope_map: dict[str, str] = {}
+    for item in scope or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--scope {item!r} must be key=value")
+        scope_map[key.strip()] = value.strip()
+    with _memidex() as m:
+        m.wait = wait
+        chosen = product or m.config.product
+        if not chosen:
+            raise UsageError("no product", hint="pass --product or set `product` in "
+                             "memidex.toml")
+        result = m.add(kind=kind, product=chosen, anchors=anchor, title=title, body=text,
+                       scope=scope_map)
+    if json_out:
+        from memidex.cli.render import print_json
+
+        print_json(result.as_dict())
+    else:
+        sys.stdout.write(f"{result.change} {result.id}\n  {result.path}\n")
+
+
+from memidex.cli import curate as _curate  # noqa: E402,F401  (curation commands, daemon)

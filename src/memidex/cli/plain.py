@@ -1,0 +1,65 @@
+"""Search results as plain text for people, without rich (its import costs more than the
+search): one block per record, colour only on a terminal (and never with ``NO_COLOR``)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memidex.app import SearchResult
+
+__all__ = ["search_text"]
+
+_CODES = {"bold": "1", "dim": "2", "green": "32", "yellow": "33", "red": "31",
+          "cyan": "1;36"}
+_CONFIDENCE_STYLE = {"reliable": "green", "candidate": "yellow", "weak": "red"}
+
+
+def _colour() -> bool:
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    return sys.stdout.isatty()
+
+
+def _styler(on: bool) -> Callable[[str, str], str]:
+    def style(text: str, name: str) -> str:
+        return f"\x1b[{_CODES[name]}m{text}\x1b[0m" if on and name in _CODES else text
+
+    return style
+
+
+def _safe(text: str) -> str:
+    """No control characters from a record reach the terminal (an escape sequence in a
+    title must not restyle or move the cursor)."""
+    return "".join(ch if ch.isprintable() or ch == " " else " " for ch in text)
+
+
+def search_text(result: SearchResult) -> None:
+    on = _colour()
+    style = _styler(on)
+    scope = result.product or "all products"
+    out: list[str] = []
+    if not result.results:
+        out.append(f"no records match {_safe(result.query)!r} in {_safe(scope)} "
+                   f"(level {result.level}).")
+        out.append("try fewer or other words, --status any, or --all-products.")
+    else:
+        out.append(style(f"{_safe(result.query)} — {_safe(scope)} ({result.level}): "
+                         f"{len(result.results)} result(s)", "bold"))
+        for i, h in enumerate(result.results, 1):
+            status = "" if h.status == "active" else " " + style(f"({h.status})", "dim")
+            confidence = style(f"{h.confidence:<9}", _CONFIDENCE_STYLE.get(h.confidence, ""))
+            out.append(f"{i:>2}. {confidence} {h.score:6.2f}  {h.kind:<9} "
+                       f"{style(_safe(h.title), 'bold')}{status}")
+            out.append("    " + style(h.id, "dim"))
+            snippet = _safe(h.snippet)
+            if on:
+                snippet = snippet.replace("«", "\x1b[1;36m").replace("»", "\x1b[0m")
+            if snippet:
+                out.append("    " + snippet)
+    if result.note:
+        out.append(f"{style('note:', 'yellow')} {_safe(result.note)}")
+    sys.stdout.write("\n".join(out) + "\n")

@@ -1,0 +1,103 @@
+"""The search fast path parses exactly what typer parses, or leaves the line to typer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import make_record, run_cli, write_record
+from memidex.cli import commands
+from memidex.cli.fast import SearchArgs, parse_search
+from memidex.cli.main import _typer
+
+
+def typer_parse(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> SearchArgs | None:
+    """What the typer application hands the search body for ``argv`` (None: it refused,
+    printed help, or ran another command)."""
+    seen: list[SearchArgs] = []
+    monkeypatch.setattr(commands, "run_search", seen.append)
+    try:
+        _typer(argv)
+    except SystemExit:
+        pass
+    return seen[0] if seen else None
+
+
+_PLAIN_VALUES = st.sampled_from(["shop-web", "fact", "any", "el:button:*", "3", "007", "a b",
+                                 "é", ""])
+_ODD_VALUES = st.sampled_from(["0", "-3", "=", "-", "--", "-x", "--json", "٣", "1e3", "+2"])
+_OPTIONS = st.sampled_from(["--product", "-p", "--kind", "-k", "--status", "-s", "--anchor",
+                            "-a", "--limit", "-n"])
+
+
+@st.composite
+def _option(draw: st.DrawFn) -> list[str]:
+    name = draw(_OPTIONS)
+    value = draw(st.one_of(*[_PLAIN_VALUES] * 4, _ODD_VALUES))
+    spelling = draw(st.sampled_from(["apart", "apart", "equals", "glued"]))
+    if spelling == "apart":
+        return [name, value]
+    return [f"{name}={value}"] if spelling == "equals" else [name + value]
+
+
+_ODD_TOKENS = st.sampled_from([["--json=1"], ["--help"], ["-h"], ["--"], ["-"], ["--limit"],
+                               ["--nope"], ["-jk"], ["second query"], ["--root", "/r"]])
+_PREFIX = st.sampled_from([[], [], ["--root", "/r"], ["--root=/r"], ["--root", "-x"],
+                           ["--root=/a", "--root", "/b"], ["--version"], ["--json"]])
+_COMMAND = st.sampled_from([["knowledge", "search"]] * 6 + [["knowledge", "list"], ["search"],
+                                                            ["knowledge"]])
+
+
+@st.composite
+def _argv(draw: st.DrawFn) -> list[str]:
+    tokens = draw(st.lists(st.one_of(*[_option()] * 6,
+                                     st.sampled_from([["--json"], ["--all-products"]]),
+                                     _ODD_TOKENS), max_size=4))
+    tokens.insert(draw(st.integers(0, len(tokens))), [draw(st.sampled_from(
+        ["place order", "disabled", "x"]))])
+    return [*draw(_PREFIX), *draw(_COMMAND), *sum(tokens, [])]
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(argv=_argv())
+def test_fast_path_parses_as_typer_does_or_declines(
+        argv: list[str], monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    fast = parse_search(argv)
+    if fast is None:
+        return
+    expected = typer_parse(argv, monkeypatch)
+    capsys.readouterr()
+    assert expected == fast, argv
+
+
+@pytest.mark.parametrize("argv", [
+    ["knowledge", "search", "place order"],
+    ["--root", "/r", "knowledge", "search", "x", "--json", "-n", "3"],
+    ["--root=/r", "knowledge", "search", "--product", "p", "x", "-k", "fact", "-k", "caution"],
+    ["knowledge", "search", "x", "--status=any", "--anchor", "el:*", "--all-products"],
+])
+def test_ordinary_searches_take_the_fast_path(argv: list[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    fast = parse_search(argv)
+    assert fast is not None
+    assert fast == typer_parse(argv, monkeypatch)
+
+
+def test_help_and_mistakes_are_typers(repo: Path) -> None:
+    assert parse_search(["knowledge", "search", "--help"]) is None
+    out = run_cli(repo, "knowledge", "search", "x", "--limit", "0")
+    assert out.returncode == 2 and "--limit" in out.stderr  # click's usage error
+    out = run_cli(repo, "knowledge", "search", "--help")
+    assert out.returncode == 0 and "Full-text search" in out.stdout
+
+
+def test_fast_path_output_and_errors(repo: Path) -> None:
+    write_record(repo, make_record(title="Place order is disabled"))
+    text = run_cli(repo, "knowledge", "search", "place order", check=True).stdout
+    assert "Place order is disabled" in text and "\x1b[" not in text  # no colour in a pipe
+    out = run_cli(repo, "knowledge", "search", "x", "--kind", "nope")
+    assert out.returncode == 2 and out.stderr.startswith("error: unknown kind 'nope'")
