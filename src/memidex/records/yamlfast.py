@@ -269,15 +269,46 @@ def _line(line: str) -> tuple[str, str] | None:
 
 def fast_load(front_matter: str) -> dict[str, Any] | None:
     """Read canonical front matter; ``None`` when it is not in the canonical subset."""
+    if "#" in front_matter:
+        stripped = _without_comments(front_matter)
+        if stripped is None:
+            return None
+        front_matter = stripped
     data = _load_whole(front_matter)
     return data if data is not None else _load_lines(front_matter)
+
+
+_COMMENT = re.compile(r" +#.*")
+_COMMENT_LINE = re.compile(r" *#.*")
+
+
+def _without_comments(front_matter: str) -> str | None:
+    """The text with YAML comments taken out: whole comment lines, and a ``#`` after
+    a space to the end of its line (PyYAML refuses a tab there). A line holding a quote
+    is kept as it is (its ``#`` may be inside the string), and a ``#`` glued to a word
+    sends the text to PyYAML."""
+    out = []
+    for line in front_matter.split("\n"):
+        if "#" not in line or '"' in line or "'" in line:
+            out.append(line)  # (a quoted line is the readers' to accept or decline)
+        elif not _COMMENT_LINE.fullmatch(line):
+            cut = _COMMENT.sub("", line, count=1)
+            if "#" in cut:
+                return None
+            out.append(cut)
+    return "\n".join(out)
 
 
 # The whole front matter at once, for the common case: every line is ``key: value``, or
 # ``key:`` followed by ``  - item`` lines, and every value is one plain token or one flow
 # node of plain tokens nested at most three deep. One regular expression checks that, the
 # substitutions above turn it into JSON, and there is no Python call per line or token.
-_TOK = rf"(?>{_SIMPLE_TOKEN})"
+# A JSON string YAML reads the same way, holding no separator (so the substitutions below
+# cannot cut it): printable characters, no brackets, no ", " or ": ", simple escapes.
+_QSTR = (r'"(?:[\x20\x21\x23-\x2b\x2d-\x39\x3b-\x5a\x5e-\x7a\x7c\x7e\xa0-\u2027\u202a-\ud7ff'
+         r'\ue000-\ufffd\U00010000-\U0010ffff]|[,:](?! )'
+         r'|\\["\\/bfnrt]|\\u(?![dD][89a-fA-F])[0-9a-fA-F]{4})*+"')
+_TOK = rf"(?>{_SIMPLE_TOKEN}|{_QSTR})"
 _INNER = rf"(?:, |: |{_TOK})"
 _NODE1 = rf"[\[{{]{_INNER}*+[\]}}]"
 _NODE2 = rf"[\[{{](?:{_INNER}|{_NODE1})*+[\]}}]"
@@ -296,14 +327,19 @@ def _block(m: re.Match[str]) -> str:
 
 def _load_whole(front: str) -> dict[str, Any] | None:
     if _LONG_TOKEN.search(front) or not _DOC.fullmatch(front):
-        return None  # (the pattern admits printable ASCII and line ends only)
+        return None  # (no control characters pass the pattern: \x01-\x03 are free)
     # `key:` + item lines -> `key: [item, item]`; then the lines are one flow mapping.
     text = front.replace(":\n  - ", ":\x02").replace("\n  - ", "\x03")
     if "\x02" in text:
         text = _BLOCK.sub(_block, text)
+    quoted = '"' in text
+    if quoted:  # quoted strings are tokens too: their quotes are set aside, then put back
+        text = text.replace('"', "\x01")
     out = _quote_tokens("{" + text[:-1].replace("\n", ", ") + "}")
     if out is None:
         return None
+    if quoted:
+        out = out.replace('"\x01', '"').replace('\x01"', '"').replace("\x01", '"')
     try:
         data = json.loads(out)
     except ValueError:
