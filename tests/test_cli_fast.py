@@ -1,4 +1,5 @@
-"""The search fast path parses exactly what typer parses, or leaves the line to typer."""
+"""The fast path (search, rebuild-index) parses exactly what typer parses, or leaves the
+command line to typer."""
 
 from __future__ import annotations
 
@@ -10,15 +11,17 @@ from hypothesis import strategies as st
 
 from conftest import make_record, run_cli, write_record
 from memidex.cli import commands
-from memidex.cli.fast import SearchArgs, parse_search
+from memidex.cli.fast import RebuildArgs, SearchArgs, parse_fast
 from memidex.cli.main import _typer
 
 
-def typer_parse(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> SearchArgs | None:
-    """What the typer application hands the search body for ``argv`` (None: it refused,
+def typer_parse(argv: list[str], monkeypatch: pytest.MonkeyPatch
+                ) -> SearchArgs | RebuildArgs | None:
+    """What the typer application hands the command body for ``argv`` (None: it refused,
     printed help, or ran another command)."""
-    seen: list[SearchArgs] = []
+    seen: list[SearchArgs | RebuildArgs] = []
     monkeypatch.setattr(commands, "run_search", seen.append)
+    monkeypatch.setattr(commands, "run_rebuild", seen.append)
     try:
         _typer(argv)
     except SystemExit:
@@ -30,7 +33,7 @@ _PLAIN_VALUES = st.sampled_from(["shop-web", "fact", "any", "el:button:*", "3", 
                                  "é", ""])
 _ODD_VALUES = st.sampled_from(["0", "-3", "=", "-", "--", "-x", "--json", "٣", "1e3", "+2"])
 _OPTIONS = st.sampled_from(["--product", "-p", "--kind", "-k", "--status", "-s", "--anchor",
-                            "-a", "--limit", "-n"])
+                            "-a", "--limit", "-n", "--jobs", "-j"])
 
 
 @st.composite
@@ -47,8 +50,8 @@ _ODD_TOKENS = st.sampled_from([["--json=1"], ["--help"], ["-h"], ["--"], ["-"], 
                                ["--nope"], ["-jk"], ["second query"], ["--root", "/r"]])
 _PREFIX = st.sampled_from([[], [], ["--root", "/r"], ["--root=/r"], ["--root", "-x"],
                            ["--root=/a", "--root", "/b"], ["--version"], ["--json"]])
-_COMMAND = st.sampled_from([["knowledge", "search"]] * 6 + [["knowledge", "list"], ["search"],
-                                                            ["knowledge"]])
+_COMMAND = st.sampled_from([["knowledge", "search"]] * 5 + [["knowledge", "rebuild-index"]] * 3
+                           + [["knowledge", "list"], ["search"], ["knowledge"]])
 
 
 @st.composite
@@ -56,9 +59,11 @@ def _argv(draw: st.DrawFn) -> list[str]:
     tokens = draw(st.lists(st.one_of(*[_option()] * 6,
                                      st.sampled_from([["--json"], ["--all-products"]]),
                                      _ODD_TOKENS), max_size=4))
-    tokens.insert(draw(st.integers(0, len(tokens))), [draw(st.sampled_from(
-        ["place order", "disabled", "x"]))])
-    return [*draw(_PREFIX), *draw(_COMMAND), *sum(tokens, [])]
+    command = draw(_COMMAND)
+    if command[-1] != "rebuild-index" or draw(st.integers(0, 9)) == 0:
+        tokens.insert(draw(st.integers(0, len(tokens))), [draw(st.sampled_from(
+            ["place order", "disabled", "x"]))])
+    return [*draw(_PREFIX), *command, *sum(tokens, [])]
 
 
 @settings(max_examples=400, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -66,7 +71,7 @@ def _argv(draw: st.DrawFn) -> list[str]:
 def test_fast_path_parses_as_typer_does_or_declines(
         argv: list[str], monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    fast = parse_search(argv)
+    fast = parse_fast(argv)
     if fast is None:
         return
     expected = typer_parse(argv, monkeypatch)
@@ -79,16 +84,19 @@ def test_fast_path_parses_as_typer_does_or_declines(
     ["--root", "/r", "knowledge", "search", "x", "--json", "-n", "3"],
     ["--root=/r", "knowledge", "search", "--product", "p", "x", "-k", "fact", "-k", "caution"],
     ["knowledge", "search", "x", "--status=any", "--anchor", "el:*", "--all-products"],
+    ["knowledge", "rebuild-index"],
+    ["--root", "/r", "knowledge", "rebuild-index", "--jobs", "2", "--json"],
 ])
 def test_ordinary_searches_take_the_fast_path(argv: list[str],
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    fast = parse_search(argv)
+    fast = parse_fast(argv)
     assert fast is not None
     assert fast == typer_parse(argv, monkeypatch)
 
 
 def test_help_and_mistakes_are_typers(repo: Path) -> None:
-    assert parse_search(["knowledge", "search", "--help"]) is None
+    assert parse_fast(["knowledge", "search", "--help"]) is None
+    assert parse_fast(["knowledge", "rebuild-index", "extra"]) is None
     out = run_cli(repo, "knowledge", "search", "x", "--limit", "0")
     assert out.returncode == 2 and "--limit" in out.stderr  # click's usage error
     out = run_cli(repo, "knowledge", "search", "--help")

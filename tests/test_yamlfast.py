@@ -190,6 +190,59 @@ def test_whole_document_reader_takes_what_memidex_writes_in_plain_tokens(
         assert same(loaded, data), text
 
 
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(front_matter_dicts(), st.booleans(), st.booleans(), st.sampled_from([None, 1, 0]))
+def test_block_style_as_pyyaml_writes_it_reads_as_pyyaml_reads_it(
+        data: dict[str, Any], sort_keys: bool, allow_unicode: bool, indent: int | None) -> None:
+    # Front matter written by yaml.safe_dump (block style), as other tools write it.
+    text = yaml.safe_dump(data, sort_keys=sort_keys, allow_unicode=allow_unicode,
+                          default_flow_style=False, indent=2 if indent is None else None,
+                          width=60 if indent == 0 else 10**6)
+    fast = fast_load(text)
+    if fast is not None:
+        for loaded in load_all(text):
+            assert same(fast, loaded), text
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(
+    st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True).filter(is_plain_str),
+    st.one_of(
+        _nested(_PLAIN_LEAF, _WRITTEN_PLAIN, 3),
+        st.lists(st.dictionaries(_WRITTEN_PLAIN, _nested(_PLAIN_LEAF, _WRITTEN_PLAIN, 2),
+                                 min_size=1, max_size=3), min_size=1, max_size=3),
+    ),
+    min_size=1, max_size=8), st.booleans())
+def test_block_style_of_plain_tokens_takes_the_fast_path(data: dict[str, Any],
+                                                         sort_keys: bool) -> None:
+    text = yaml.safe_dump(data, sort_keys=sort_keys, default_flow_style=False,
+                          width=10**6)
+    fast = fast_load(text)
+    if _depth(data) <= 4 and _block_shaped(data):
+        assert fast is not None, text
+    if fast is not None:
+        for loaded in load_all(text):
+            assert same(fast, loaded), text
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, dict | list):
+        inner = value.values() if isinstance(value, dict) else value
+        return 1 + max((_depth(v) for v in inner), default=0)
+    return 0
+
+
+def _block_shaped(value: Any, in_list: bool = False) -> bool:
+    """Keys of letters, digits, '_' and '-', and no non-empty list right inside a list:
+    the shapes the block reader promises to take."""
+    if isinstance(value, dict):
+        return all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", k) and _block_shaped(v)
+                   for k, v in value.items())
+    if isinstance(value, list):
+        return not (in_list and value) and all(_block_shaped(v, True) for v in value)
+    return True
+
+
 def test_whole_document_reader_takes_a_canonical_record() -> None:
     text = (
         "id: fact-el-button-x-0123456789abcdef\nkind: fact\nstatus: active\n"
@@ -370,6 +423,26 @@ def test_fast_load_never_disagrees_on_hand_written_variants(
             assert same(fast, loaded), (reader, names, text)
 
 
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(front_matter_dicts(), st.data())
+def test_block_style_variants_never_disagree(data: dict[str, Any], draw: st.DataObject
+                                            ) -> None:
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True,
+                          default_flow_style=False)
+    names = draw.draw(st.lists(st.sampled_from(sorted(MUTATIONS)), min_size=1, max_size=3))
+    for name in names:
+        text = MUTATIONS[name](text, draw)
+    fast = fast_load(text)
+    if fast is None:
+        return
+    for loader in LOADERS:
+        try:
+            loaded = yaml.load(text, Loader=loader)  # noqa: S506
+        except yaml.YAMLError as exc:
+            pytest.fail(f"fast_load accepted {text!r} ({names}) that PyYAML refuses: {exc}")
+        assert same(fast, loaded), (names, text)
+
+
 @settings(max_examples=300)
 @given(st.lists(st.text(st.sampled_from("ab01 :,[]{}#-\"'?\\ntx"), max_size=20), max_size=4))
 def test_fast_load_on_arbitrary_lines(lines: list[str]) -> None:
@@ -389,7 +462,6 @@ def test_fast_load_on_arbitrary_lines(lines: list[str]) -> None:
         "a:  b\n",
         "a: {x:  1}\n",
         "a: {x: 1,  y: 2}\n",
-        "a:\n  x: 1\n",
         "a: b\na: c\n",
         "a:\tb\n",
         "a: [b,\tc]\n",
@@ -406,8 +478,6 @@ def test_fast_load_on_arbitrary_lines(lines: list[str]) -> None:
         "a: !!str 1\n",
         "a: &x b\n",
         "a: |\n  b\n",
-        "a:\n- {b: 1}\n",
-        "a:\n  - b\n",
         "a:\n",
         "---\na: b\n",
         "null: b\n",
@@ -447,6 +517,35 @@ def test_comments_are_read_as_pyyaml_reads_them(text: str) -> None:
         return
     assert fast is not None
     assert all(same(fast, e) for e in expected)
+
+
+@pytest.mark.parametrize("text", [
+    "a:\n  x: 1\n",
+    "a:\n- {b: 1}\n",
+    "a:\n- b\n- c\nd: e\n",
+    "a:\n  - b\n  - c\n",
+    "ev:\n- run: r-1\n  step: 3\n- run: r-2\n  step: null\n",
+    "h:\n- valid:\n    from: 0\n    until: 3\n  title: T\n",
+    "r:\n  sup:\n  - x\n  by: null\n  cites: []\n",
+])
+def test_block_style_is_read_as_pyyaml_reads_it(text: str) -> None:
+    fast = fast_load(text)
+    assert fast is not None, text
+    for loaded in load_all(text):
+        assert same(fast, loaded), text
+
+
+@pytest.mark.parametrize("text", [
+    "a:\n  x: 1\n y: 2\n",  # uneven indentation
+    "a:\n  x: long words\n    wrapped on\n",  # a wrapped scalar
+    "a:\n- 'quoted'\n",
+    "a:\n- - x\n",
+    "a:\n  x:\nb: 1\n",  # `x:` with nothing under it
+    "a:\n  x: 1, y: 2\n",
+    "a:\n- b: 1, c: 2\n",
+])
+def test_block_style_outside_the_subset_goes_to_pyyaml(text: str) -> None:
+    assert fast_load(text) is None, text
 
 
 def test_duplicate_flow_keys_read_as_pyyaml_reads_them() -> None:

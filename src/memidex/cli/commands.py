@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from memidex import __version__
-from memidex.cli.fast import SearchArgs, open_memidex, run_search
+from memidex.cli.fast import RebuildArgs, SearchArgs, open_memidex, run_rebuild, run_search
 from memidex.errors import ProblemsFound, UsageError
 
 if TYPE_CHECKING:
@@ -154,19 +154,7 @@ def rebuild_index(
     Readers never see a half-built index; two rebuilds over the same files give the same
     contents.
     """
-    from memidex.cli import views
-
-    with _memidex() as m:
-        report = views.with_progress("indexing records", lambda cb: m.rebuild_index(
-            progress=cb, jobs=jobs), quiet=json_out)
-    if json_out:
-        from memidex.cli.render import print_json
-
-        print_json({"path": report.path, "records": report.records,
-                    "policies": report.policies, "seconds": round(report.seconds, 3),
-                    "problems": [p.as_dict() for p in report.problems]})
-    else:
-        views.rebuild(report)
+    run_rebuild(RebuildArgs(root=STATE.root, jobs=jobs, json_out=json_out))
 
 
 @knowledge.command()

@@ -1,12 +1,13 @@
-"""The start-up fast path for ``memidex knowledge search``: the same command without
-importing typer (~45 ms) or rich (~50 ms).
+"""The start-up fast path for ``memidex knowledge search`` and ``knowledge
+rebuild-index``: the same commands without importing typer (~45 ms) or rich (~50 ms).
 
-A search is what an agent runs before every step, so its start-up is most of its cost.
-:func:`parse_search` understands only the plain spellings of the search command's
-options (``--opt value``, ``--opt=value``, ``-o value``); for anything else — ``--help``,
-an unknown option, a missing value, a bad number, ``--`` — it answers ``None`` and the
-typer application in :mod:`memidex.cli.main` handles the command and its errors. A
-property test holds :func:`parse_search` to click's own parse of the same arguments.
+A search is what an agent runs before every step, so its start-up is most of its cost;
+a rebuild is timed end to end. :func:`parse_fast` understands only the plain spellings
+of these commands' options (``--opt value``, ``--opt=value``, ``-o value``); for
+anything else — ``--help``, an unknown option, a missing value, a bad number, ``--`` —
+it answers ``None`` and the typer application in :mod:`memidex.cli.commands` handles the
+command and its errors. A property test holds :func:`parse_fast` to typer's own parse of
+the same arguments.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from memidex.app import Memidex
 
-__all__ = ["SearchArgs", "open_memidex", "parse_search", "run_search"]
+__all__ = ["RebuildArgs", "SearchArgs", "open_memidex", "parse_fast", "parse_search",
+           "run_fast", "run_rebuild", "run_search"]
 
 
 @dataclass
@@ -37,59 +39,96 @@ class SearchArgs:
     json_out: bool = False
 
 
-_VALUED = {"--product": "product", "-p": "product", "--kind": "kind", "-k": "kind",
-           "--status": "status", "-s": "status", "--anchor": "anchor", "-a": "anchor",
-           "--limit": "limit", "-n": "limit"}
-_FLAGS = {"--all-products": "all_products", "--json": "json_out"}
-_REPEATED = ("kind", "status", "anchor")
+@dataclass
+class RebuildArgs:
+    """The parameters of ``[--root R] knowledge rebuild-index [options]``."""
+
+    root: Path | None = None
+    jobs: int | None = None
+    json_out: bool = False
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """One command's options: flags, options with a value, which repeat, which are
+    whole numbers >= 1, and whether it takes one argument."""
+
+    flags: dict[str, str]
+    valued: dict[str, str]
+    repeated: tuple[str, ...] = ()
+    counts: tuple[str, ...] = ()
+    argument: str | None = None
+
+
+_SPECS = {
+    "search": _Spec(
+        flags={"--all-products": "all_products", "--json": "json_out"},
+        valued={"--product": "product", "-p": "product", "--kind": "kind", "-k": "kind",
+                "--status": "status", "-s": "status", "--anchor": "anchor", "-a": "anchor",
+                "--limit": "limit", "-n": "limit"},
+        repeated=("kind", "status", "anchor"), counts=("limit",), argument="query"),
+    "rebuild-index": _Spec(flags={"--json": "json_out"},
+                           valued={"--jobs": "jobs", "-j": "jobs"}, counts=("jobs",)),
+}
 
 
 def parse_search(argv: Sequence[str]) -> SearchArgs | None:
-    """The search command's parameters, or ``None`` to leave ``argv`` to typer."""
-    args = SearchArgs()
+    """The search command's parameters, or ``None`` (see :func:`parse_fast`)."""
+    args = parse_fast(argv)
+    return args if isinstance(args, SearchArgs) else None
+
+
+def parse_fast(argv: Sequence[str]) -> SearchArgs | RebuildArgs | None:
+    """A fast-path command's parameters, or ``None`` to leave ``argv`` to typer."""
+    root: Path | None = None
     i = 0
     while i < len(argv) and argv[i] != "knowledge":
         arg = argv[i]
         if arg == "--root" and i + 1 < len(argv) and not argv[i + 1].startswith("-"):
-            args.root, i = Path(argv[i + 1]), i + 2
+            root, i = Path(argv[i + 1]), i + 2
         elif arg.startswith("--root=") and len(arg) > len("--root=") and arg[7] != "-":
-            args.root, i = Path(arg[len("--root="):]), i + 1
+            root, i = Path(arg[len("--root="):]), i + 1
         else:
             return None
-    if argv[i : i + 2] != ["knowledge", "search"]:
+    if argv[i : i + 1] != ["knowledge"] or i + 1 >= len(argv) or argv[i + 1] not in _SPECS:
         return None
+    command = argv[i + 1]
+    spec = _SPECS[command]
+    args: SearchArgs | RebuildArgs = SearchArgs() if command == "search" else RebuildArgs()
+    args.root = root
     i += 2
-    query: str | None = None
+    argument: str | None = None
     while i < len(argv):
         arg = argv[i]
         i += 1
         if not arg.startswith("-") or arg == "-":
-            if query is not None:
-                return None  # a second argument: click's error
-            query = arg
+            if argument is not None or spec.argument is None:
+                return None  # an argument too many: click's error
+            argument = arg
             continue
         name, eq, value = arg.partition("=")
-        if name in _FLAGS and not eq:
-            setattr(args, _FLAGS[name], True)
+        if name in spec.flags and not eq:
+            setattr(args, spec.flags[name], True)
             continue
-        if name not in _VALUED or (eq and not name.startswith("--")):
+        if name not in spec.valued or (eq and not name.startswith("--")):
             return None  # --help, -pVALUE, combined flags, --: typer's to answer
         if not eq:
             if i >= len(argv) or argv[i].startswith("-"):
                 return None  # a missing value, or one click might read as an option
             value, i = argv[i], i + 1
-        dest = _VALUED[name]
-        if dest == "limit":
+        dest = spec.valued[name]
+        if dest in spec.counts:
             if not value.isascii() or not value.isdigit() or int(value) < 1:
                 return None
-            args.limit = int(value)
-        elif dest in _REPEATED:
+            setattr(args, dest, int(value))
+        elif dest in spec.repeated:
             getattr(args, dest).append(value)
         else:
-            args.product = value
-    if query is None:
-        return None
-    args.query = query
+            setattr(args, dest, value)
+    if spec.argument is not None:
+        if argument is None:
+            return None
+        setattr(args, spec.argument, argument)
     return args
 
 
@@ -110,6 +149,30 @@ def open_memidex(root: Path | None, *, reading: bool = False) -> Memidex:
     from memidex.app import Memidex
 
     return Memidex(root)
+
+
+def run_fast(args: SearchArgs | RebuildArgs) -> None:
+    if isinstance(args, SearchArgs):
+        run_search(args)
+    else:
+        run_rebuild(args)
+
+
+def run_rebuild(args: RebuildArgs) -> None:
+    """``memidex knowledge rebuild-index``: the body both the fast path and typer run."""
+    from memidex.cli import plain
+
+    with open_memidex(args.root) as m:
+        report = plain.with_progress("indexing records", lambda cb: m.rebuild_index(
+            progress=cb, jobs=args.jobs), quiet=args.json_out)
+    if args.json_out:
+        from memidex.cli.render import print_json
+
+        print_json({"path": report.path, "records": report.records,
+                    "policies": report.policies, "seconds": round(report.seconds, 3),
+                    "problems": [p.as_dict() for p in report.problems]})
+    else:
+        plain.rebuild_text(report)
 
 
 def run_search(args: SearchArgs) -> None:

@@ -1,9 +1,10 @@
 """The ``memidex`` entry point, and the one place that turns an error into an exit code.
 
-A plain ``knowledge search`` runs through :mod:`memidex.cli.fast` without importing
-typer or rich; every other command line goes to the typer application in
-:mod:`memidex.cli.commands`. Either way each :class:`MemidexError` becomes one ``error:``
-line (and a ``hint:`` line) on stderr and its own exit code — here only.
+A plain ``knowledge search`` or ``knowledge rebuild-index`` runs through
+:mod:`memidex.cli.fast` without importing typer or rich; every other command line goes
+to the typer application in :mod:`memidex.cli.commands`. Either way each
+:class:`MemidexError` becomes one ``error:`` line (and a ``hint:`` line) on stderr and
+its own exit code — here only.
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ __all__ = ["main", "run"]
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (tests call this directly)."""
-    from memidex.cli.fast import parse_search, run_search
+    from memidex.cli.fast import parse_fast, run_fast
 
-    args = parse_search(sys.argv[1:] if argv is None else argv)
+    args = parse_fast(sys.argv[1:] if argv is None else argv)
     if args is not None:
-        return _mapped(lambda: run_search(args))
+        return _mapped(lambda: run_fast(args))
     return _mapped(lambda: _typer(argv))
 
 

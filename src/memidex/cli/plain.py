@@ -1,17 +1,21 @@
-"""Search results as plain text for people, without rich (its import costs more than the
-search): one block per record, colour only on a terminal (and never with ``NO_COLOR``)."""
+"""Search results, a rebuild's progress and its summary as plain text for people, without
+rich (its import costs more than a search): colour only on a terminal (and never with
+``NO_COLOR``)."""
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from memidex.app import SearchResult
 
-__all__ = ["search_text"]
+__all__ = ["rebuild_text", "search_text", "with_progress"]
+
+T = TypeVar("T")
 
 _CODES = {"bold": "1", "dim": "2", "green": "32", "yellow": "33", "red": "31",
           "cyan": "1;36"}
@@ -62,4 +66,40 @@ def search_text(result: SearchResult) -> None:
                 out.append("    " + snippet)
     if result.note:
         out.append(f"{style('note:', 'yellow')} {_safe(result.note)}")
+    sys.stdout.write("\n".join(out) + "\n")
+
+
+def with_progress(label: str, work: Callable[[Callable[[int, int], None]], T],
+                  *, quiet: bool = False) -> T:
+    """Run ``work(progress_callback)``, showing ``label done/total`` on stderr (one line,
+    redrawn at most ten times a second, erased at the end) when stderr is a terminal."""
+    if quiet or not sys.stderr.isatty():
+        return work(lambda done, total: None)
+    started = time.monotonic()
+    shown = [0.0]
+
+    def update(done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - shown[0] >= 0.1 or done == total:
+            shown[0] = now
+            sys.stderr.write(f"\r{label} {done:,}/{total:,}  {now - started:.1f} s")
+            sys.stderr.flush()
+
+    try:
+        return work(update)
+    finally:
+        sys.stderr.write("\r\x1b[K")
+        sys.stderr.flush()
+
+
+def rebuild_text(report: Any) -> None:
+    style = _styler(_colour())
+    out = [f"indexed {report.records} records and {report.policies} policies in "
+           f"{report.seconds:.2f} s -> {_safe(report.path)}"]
+    if report.problems:
+        out.append(style(f"{len(report.problems)} file problem(s) — the other records are "
+                         "indexed:", "yellow"))
+        out += [f"  {_safe(str(p))}" for p in report.problems[:20]]
+        if len(report.problems) > 20:
+            out.append(f"  … and {len(report.problems) - 20} more (memidex knowledge check)")
     sys.stdout.write("\n".join(out) + "\n")

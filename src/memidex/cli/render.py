@@ -6,7 +6,7 @@ import json
 import sys
 from typing import Any
 
-__all__ = ["console", "err_console", "print_json", "escape"]
+__all__ = ["console", "print_json", "escape"]
 
 
 def print_json(obj: Any) -> None:
@@ -18,12 +18,6 @@ def console() -> Any:
     from rich.console import Console
 
     return Console(highlight=False, soft_wrap=False)
-
-
-def err_console() -> Any:
-    from rich.console import Console
-
-    return Console(stderr=True, highlight=False)
 
 
 def escape(text: str) -> str:

@@ -1,51 +1,16 @@
 """rich rendering of each command's result for people (``--json`` bypasses this module;
-search results are plain text, :mod:`memidex.cli.plain`)."""
+search and rebuild output is plain text, :mod:`memidex.cli.plain`)."""
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from memidex.cli.render import console, err_console, escape
+from memidex.cli.render import console, escape
 
 if TYPE_CHECKING:
     from memidex.app import CheckReport, ShownRecord
-
-T = TypeVar("T")
-
-
-def with_progress(label: str, work: Callable[[Callable[[int, int], None]], T],
-                  *, quiet: bool = False) -> T:
-    """Run ``work(progress_callback)`` under a progress bar on stderr (when it is a tty)."""
-    if quiet or not sys.stderr.isatty():
-        return work(lambda done, total: None)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-    with Progress("[progress.description]{task.description}", BarColumn(),
-                  MofNCompleteColumn(), TimeElapsedColumn(), console=err_console(),
-                  transient=True) as bar:
-        task = bar.add_task(label, total=None)
-
-        def update(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
-        return work(update)
-
-
-def rebuild(report: Any) -> None:
-    c = console()
-    c.print(f"indexed {report.records} records and {report.policies} policies in "
-            f"{report.seconds:.2f} s -> {escape(report.path)}")
-    if report.problems:
-        c.print(f"[yellow]{len(report.problems)} file problem(s) — the other records are "
-                "indexed:[/yellow]")
-        for p in report.problems[:20]:
-            c.print(f"  {escape(str(p))}")
-        if len(report.problems) > 20:
-            c.print(f"  … and {len(report.problems) - 20} more (memidex knowledge check)")
-
 
 def show(shown: ShownRecord) -> None:
     c = console()

@@ -169,7 +169,12 @@ def _batch(args: tuple[Store, int, Sequence[FileStat]]) -> Batch:
 def _iter_batches(store: Store, files: Sequence[FileStat], jobs: int) -> Iterator[Batch]:
     """Batches in path order; parsed (and flattened) by a process pool when there are
     many files, so the parent only inserts."""
-    chunks = [(store, 1 + i, files[i : i + CHUNK]) for i in range(0, len(files), CHUNK)]
+    # The first chunks are small, so that the parent starts inserting at once.
+    chunks = []
+    i, size = 0, CHUNK // 8
+    while i < len(files):
+        chunks.append((store, 1 + i, files[i : i + size]))
+        i, size = i + size, min(CHUNK, size * 2)
     if jobs <= 1 or len(files) < PARALLEL_MIN_FILES:
         for chunk in chunks:
             yield _batch(chunk)

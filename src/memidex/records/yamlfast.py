@@ -32,8 +32,8 @@ __all__ = [
 _PLAIN_SHAPE = re.compile(r"[A-Za-z0-9_/(][A-Za-z0-9 _/.:@()+'-]*")
 _INT = re.compile(r"0|-?[1-9][0-9]*")
 # Characters PyYAML refuses in a stream, plus line breaks a double-quoted scalar would fold.
-_MUST_ESCAPE = re.compile(
-    "[^\x09\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
+_MUST_ESCAPE = re.compile(  # (the complement of what PyYAML reads: quick to compile)
+    "[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]"
 )
 _QUOTED = re.compile(r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u(?![dD][89a-fA-F])[0-9a-fA-F]{4})*"')
 _KEY_LINE = re.compile(r"([a-z_][a-z0-9_]*):(?: (.*))?")
@@ -274,6 +274,9 @@ def fast_load(front_matter: str) -> dict[str, Any] | None:
         if stripped is None:
             return None
         front_matter = stripped
+    if _BLOCK_STYLE.search(front_matter):
+        flow = _from_block(front_matter)
+        return None if flow is None else _load_whole(flow)
     data = _load_whole(front_matter)
     return data if data is not None else _load_lines(front_matter)
 
@@ -305,8 +308,7 @@ def _without_comments(front_matter: str) -> str | None:
 # substitutions above turn it into JSON, and there is no Python call per line or token.
 # A JSON string YAML reads the same way, holding no separator (so the substitutions below
 # cannot cut it): printable characters, no brackets, no ", " or ": ", simple escapes.
-_QSTR = (r'"(?:[\x20\x21\x23-\x2b\x2d-\x39\x3b-\x5a\x5e-\x7a\x7c\x7e\xa0-\u2027\u202a-\ud7ff'
-         r'\ue000-\ufffd\U00010000-\U0010ffff]|[,:](?! )'
+_QSTR = (r'"(?:[^"\\,:\[\]{}\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]|[,:](?! )'
          r'|\\["\\/bfnrt]|\\u(?![dD][89a-fA-F])[0-9a-fA-F]{4})*+"')
 _TOK = rf"(?>{_SIMPLE_TOKEN}|{_QSTR})"
 _INNER = rf"(?:, |: |{_TOK})"
@@ -407,3 +409,93 @@ def _load_lines(front_matter: str) -> dict[str, Any] | None:
             value = [item[0] for item in value]
         data[key] = value
     return data
+
+
+# --- block style, as ``yaml.safe_dump`` writes it ---------------------------------------
+#
+# Nested block mappings (``trust:`` then ``  source: ci`` lines) and block sequences
+# (``- item``, indented or not) are rewritten as the flow front matter above, one line
+# per top-level key, and read by the whole-document reader. Every value must be one
+# token or one flow node on its own line (so joining lines cannot change what a value
+# is); anything else — wrapped long strings, single quotes, ``key:`` with nothing under
+# it, uneven indentation — is left to PyYAML.
+
+_BLOCK_STYLE = re.compile(r":\n(?:- |  [A-Za-z_]|  - (?![\[{]))")
+_BLOCK_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*):(?: (.*))?")
+_ONE_NODE = re.compile(rf"{_NODE3}|{_TOK}")
+
+
+def _from_block(front: str) -> str | None:
+    lines = front.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    entries, end = _block_map(lines, 0, 0)
+    if entries is None or end != len(lines) or not entries:
+        return None
+    return "\n".join(entries) + "\n"
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _block_value(lines: list[str], i: int, indent: int) -> tuple[str | None, int]:
+    """The block node under a ``key:`` line at ``indent`` (lines from ``i``)."""
+    if i >= len(lines):
+        return None, i
+    line = lines[i]
+    at = _indent(line)
+    if line.startswith("- ", at) and at >= indent:
+        return _block_seq(lines, i, at)
+    if at > indent:
+        entries, i = _block_map(lines, i, at)
+        return (None if entries is None else "{" + ", ".join(entries) + "}"), i
+    return None, i  # `key:` with nothing under it (null): PyYAML's
+
+
+def _block_seq(lines: list[str], i: int, indent: int) -> tuple[str | None, int]:
+    items: list[str] = []
+    while i < len(lines) and _indent(lines[i]) == indent and lines[i].startswith("- ", indent):
+        rest = lines[i][indent + 2 :]
+        if _BLOCK_KEY.fullmatch(rest) is None:  # a scalar or flow item
+            if not _ONE_NODE.fullmatch(rest):
+                return None, i
+            items.append(rest)
+            i += 1
+            continue
+        entries, i = _block_map(lines, i, indent + 2, first=rest)  # a mapping item
+        if entries is None:
+            return None, i
+        items.append("{" + ", ".join(entries) + "}")
+    if i < len(lines) and _indent(lines[i]) > indent:
+        return None, i  # a continuation line
+    return "[" + ", ".join(items) + "]", i
+
+
+def _block_map(lines: list[str], i: int, indent: int, first: str | None = None
+               ) -> tuple[list[str] | None, int]:
+    """``key: value`` entries at ``indent`` (``first``: the entry on a ``- `` line)."""
+    entries: list[str] = []
+    while i < len(lines):
+        if first is not None:
+            content, first = first, None
+        else:
+            at = _indent(lines[i])
+            if at < indent:
+                break
+            if at > indent:
+                return None, i  # a continuation or a stray deeper line
+            content = lines[i][indent:]
+        m = _BLOCK_KEY.fullmatch(content)
+        if m is None:
+            return None, i
+        key, value = m.groups()
+        i += 1
+        if value is None:
+            value, i = _block_value(lines, i, indent)
+            if value is None:
+                return None, i
+        elif not _ONE_NODE.fullmatch(value):
+            return None, i
+        entries.append(f"{key}: {value}")
+    return entries, i
