@@ -422,68 +422,74 @@ def _load_lines(front_matter: str) -> dict[str, Any] | None:
 
 _BLOCK_STYLE = re.compile(r":\n(?:- |  [A-Za-z_]|  - (?![\[{]))")
 _BLOCK_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*):(?: (.*))?")
-_ONE_NODE = re.compile(rf"{_NODE3}|{_TOK}")
+_FLOW_NODE = re.compile(_NODE3)
+_FLOW_CHARS = re.compile(r"[\[\]{},#]|: ")
+
+
+def _one_node(value: str) -> bool:
+    """Is a block value one token or one flow node on its own (so that joining it into a
+    flow mapping cannot change what it is)? A plain value must hold no flow indicator."""
+    if value[:1] in ("[", "{"):
+        return value in ("[]", "{}") or _FLOW_NODE.fullmatch(value) is not None
+    return _FLOW_CHARS.search(value) is None
 
 
 def _from_block(front: str) -> str | None:
     lines = front.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    entries, end = _block_map(lines, 0, 0)
+    ind = [len(line) - len(line.lstrip(" ")) for line in lines]
+    entries, end = _block_map(lines, ind, 0, 0)
     if entries is None or end != len(lines) or not entries:
         return None
     return "\n".join(entries) + "\n"
 
 
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip(" "))
-
-
-def _block_value(lines: list[str], i: int, indent: int) -> tuple[str | None, int]:
+def _block_value(lines: list[str], ind: list[int], i: int, indent: int
+                 ) -> tuple[str | None, int]:
     """The block node under a ``key:`` line at ``indent`` (lines from ``i``)."""
     if i >= len(lines):
         return None, i
-    line = lines[i]
-    at = _indent(line)
-    if line.startswith("- ", at) and at >= indent:
-        return _block_seq(lines, i, at)
+    at = ind[i]
+    if at >= indent and lines[i].startswith("- ", at):
+        return _block_seq(lines, ind, i, at)
     if at > indent:
-        entries, i = _block_map(lines, i, at)
+        entries, i = _block_map(lines, ind, i, at)
         return (None if entries is None else "{" + ", ".join(entries) + "}"), i
     return None, i  # `key:` with nothing under it (null): PyYAML's
 
 
-def _block_seq(lines: list[str], i: int, indent: int) -> tuple[str | None, int]:
+def _block_seq(lines: list[str], ind: list[int], i: int, indent: int
+               ) -> tuple[str | None, int]:
     items: list[str] = []
-    while i < len(lines) and _indent(lines[i]) == indent and lines[i].startswith("- ", indent):
+    while i < len(lines) and ind[i] == indent and lines[i].startswith("- ", indent):
         rest = lines[i][indent + 2 :]
         if _BLOCK_KEY.fullmatch(rest) is None:  # a scalar or flow item
-            if not _ONE_NODE.fullmatch(rest):
+            if not rest or not _one_node(rest):
                 return None, i
             items.append(rest)
             i += 1
             continue
-        entries, i = _block_map(lines, i, indent + 2, first=rest)  # a mapping item
+        entries, i = _block_map(lines, ind, i, indent + 2, first=rest)  # a mapping item
         if entries is None:
             return None, i
         items.append("{" + ", ".join(entries) + "}")
-    if i < len(lines) and _indent(lines[i]) > indent:
+    if i < len(lines) and ind[i] > indent:
         return None, i  # a continuation line
     return "[" + ", ".join(items) + "]", i
 
 
-def _block_map(lines: list[str], i: int, indent: int, first: str | None = None
-               ) -> tuple[list[str] | None, int]:
+def _block_map(lines: list[str], ind: list[int], i: int, indent: int,
+               first: str | None = None) -> tuple[list[str] | None, int]:
     """``key: value`` entries at ``indent`` (``first``: the entry on a ``- `` line)."""
     entries: list[str] = []
     while i < len(lines):
         if first is not None:
             content, first = first, None
         else:
-            at = _indent(lines[i])
-            if at < indent:
+            if ind[i] < indent:
                 break
-            if at > indent:
+            if ind[i] > indent:
                 return None, i  # a continuation or a stray deeper line
             content = lines[i][indent:]
         m = _BLOCK_KEY.fullmatch(content)
@@ -492,10 +498,10 @@ def _block_map(lines: list[str], i: int, indent: int, first: str | None = None
         key, value = m.groups()
         i += 1
         if value is None:
-            value, i = _block_value(lines, i, indent)
+            value, i = _block_value(lines, ind, i, indent)
             if value is None:
                 return None, i
-        elif not _ONE_NODE.fullmatch(value):
+        elif not value or not _one_node(value):
             return None, i
         entries.append(f"{key}: {value}")
     return entries, i
