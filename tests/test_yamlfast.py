@@ -527,6 +527,8 @@ def test_comments_are_read_as_pyyaml_reads_them(text: str) -> None:
     "ev:\n- run: r-1\n  step: 3\n- run: r-2\n  step: null\n",
     "h:\n- valid:\n    from: 0\n    until: 3\n  title: T\n",
     "r:\n  sup:\n  - x\n  by: null\n  cites: []\n",
+    "a:\n  x: 1\n  x: 2\n",  # a repeated key: the last one, as PyYAML
+    'a:\n  t: "q: \\"x\\", y"\n  f: [b, "c d", {e: 1}]\n  n: -7\n  s: "012"\n',
 ])
 def test_block_style_is_read_as_pyyaml_reads_it(text: str) -> None:
     fast = fast_load(text)

@@ -275,8 +275,7 @@ def fast_load(front_matter: str) -> dict[str, Any] | None:
             return None
         front_matter = stripped
     if _BLOCK_STYLE.search(front_matter):
-        flow = _from_block(front_matter)
-        return None if flow is None else _load_whole(flow)
+        return _load_block(front_matter)
     data = _load_whole(front_matter)
     return data if data is not None else _load_lines(front_matter)
 
@@ -414,27 +413,38 @@ def _load_lines(front_matter: str) -> dict[str, Any] | None:
 # --- block style, as ``yaml.safe_dump`` writes it ---------------------------------------
 #
 # Nested block mappings (``trust:`` then ``  source: ci`` lines) and block sequences
-# (``- item``, indented or not) are rewritten as the flow front matter above, one line
-# per top-level key, and read by the whole-document reader. Every value must be one
-# token or one flow node on its own line (so joining lines cannot change what a value
-# is); anything else — wrapped long strings, single quotes, ``key:`` with nothing under
-# it, uneven indentation — is left to PyYAML.
+# (``- item``, indented or not) are turned into JSON line by line: every value must be
+# one scalar (plain, read by the rules above, or a JSON-compatible double-quoted string)
+# or one flow node on its own line. Anything else — wrapped long strings, single quotes,
+# ``key:`` with nothing under it, uneven indentation — is left to PyYAML.
 
 _BLOCK_STYLE = re.compile(r":\n(?:- |  [A-Za-z_]|  - (?![\[{]))")
 _BLOCK_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*):(?: (.*))?")
 _FLOW_NODE = re.compile(_NODE3)
-_FLOW_CHARS = re.compile(r"[\[\]{},#]|: ")
 
 
-def _one_node(value: str) -> bool:
-    """Is a block value one token or one flow node on its own (so that joining it into a
-    flow mapping cannot change what it is)? A plain value must hold no flow indicator."""
-    if value[:1] in ("[", "{"):
-        return value in ("[]", "{}") or _FLOW_NODE.fullmatch(value) is not None
-    return _FLOW_CHARS.search(value) is None
+def _block_scalar(value: str) -> str | None:
+    """The JSON text of one block value on its own line, or None."""
+    first = value[:1]
+    if first in ("[", "{"):
+        if value in ("[]", "{}"):
+            return value
+        if _FLOW_NODE.fullmatch(value) is None:
+            return None  # not one node of the plain shapes
+        return _simple_json(value) or _to_json(value)
+    if first == '"':
+        return value if _QUOTED.fullmatch(value) else None
+    return _plain_json(value) if value else None
 
 
-def _from_block(front: str) -> str | None:
+def _block_key(key: str) -> str | None:
+    text = _plain_json(key)
+    return text if text is not None and text.startswith('"') else None
+
+
+def _load_block(front: str) -> dict[str, Any] | None:
+    if _MUST_ESCAPE.search(front.replace("\n", " ")):
+        return None
     lines = front.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -442,12 +452,17 @@ def _from_block(front: str) -> str | None:
     entries, end = _block_map(lines, ind, 0, 0)
     if entries is None or end != len(lines) or not entries:
         return None
-    return "\n".join(entries) + "\n"
+    try:
+        data = json.loads("{" + ",".join(entries) + "}")
+    except (ValueError, RecursionError):
+        return None
+    # a top-level key given twice is declined, as by the other readers
+    return data if isinstance(data, dict) and len(data) == len(entries) else None
 
 
 def _block_value(lines: list[str], ind: list[int], i: int, indent: int
                  ) -> tuple[str | None, int]:
-    """The block node under a ``key:`` line at ``indent`` (lines from ``i``)."""
+    """The block node under a ``key:`` line at ``indent`` (lines from ``i``), as JSON."""
     if i >= len(lines):
         return None, i
     at = ind[i]
@@ -455,7 +470,7 @@ def _block_value(lines: list[str], ind: list[int], i: int, indent: int
         return _block_seq(lines, ind, i, at)
     if at > indent:
         entries, i = _block_map(lines, ind, i, at)
-        return (None if entries is None else "{" + ", ".join(entries) + "}"), i
+        return (None if entries is None else "{" + ",".join(entries) + "}"), i
     return None, i  # `key:` with nothing under it (null): PyYAML's
 
 
@@ -465,23 +480,24 @@ def _block_seq(lines: list[str], ind: list[int], i: int, indent: int
     while i < len(lines) and ind[i] == indent and lines[i].startswith("- ", indent):
         rest = lines[i][indent + 2 :]
         if _BLOCK_KEY.fullmatch(rest) is None:  # a scalar or flow item
-            if not rest or not _one_node(rest):
+            item = _block_scalar(rest)
+            if item is None:
                 return None, i
-            items.append(rest)
+            items.append(item)
             i += 1
             continue
         entries, i = _block_map(lines, ind, i, indent + 2, first=rest)  # a mapping item
         if entries is None:
             return None, i
-        items.append("{" + ", ".join(entries) + "}")
+        items.append("{" + ",".join(entries) + "}")
     if i < len(lines) and ind[i] > indent:
         return None, i  # a continuation line
-    return "[" + ", ".join(items) + "]", i
+    return "[" + ",".join(items) + "]", i
 
 
 def _block_map(lines: list[str], ind: list[int], i: int, indent: int,
                first: str | None = None) -> tuple[list[str] | None, int]:
-    """``key: value`` entries at ``indent`` (``first``: the entry on a ``- `` line)."""
+    """``"key":value`` JSON entries at ``indent`` (``first``: the entry on a ``- `` line)."""
     entries: list[str] = []
     while i < len(lines):
         if first is not None:
@@ -496,12 +512,13 @@ def _block_map(lines: list[str], ind: list[int], i: int, indent: int,
         if m is None:
             return None, i
         key, value = m.groups()
+        key_json = _block_key(key)
         i += 1
         if value is None:
-            value, i = _block_value(lines, ind, i, indent)
-            if value is None:
-                return None, i
-        elif not value or not _one_node(value):
+            value_json, i = _block_value(lines, ind, i, indent)
+        else:
+            value_json = _block_scalar(value)
+        if key_json is None or value_json is None:
             return None, i
-        entries.append(f"{key}: {value}")
+        entries.append(f"{key_json}:{value_json}")
     return entries, i
