@@ -113,3 +113,10 @@ def test_search_imports_neither_typer_nor_rich_nor_the_record_parser(repo: Path)
                              capture_output=True, text=True, check=True)
         assert "Place order is disabled" in out.stdout
         assert out.stdout.strip().endswith("LOADED"), out.stdout
+    # a rebuild parses records, but starts without typer or rich either
+    code = code.replace("'search', 'place order'", "'rebuild-index'")
+    out = subprocess.run([sys.executable, "-c", code, str(repo)], capture_output=True,
+                         text=True, check=True)
+    loaded = out.stdout.strip().rsplit("LOADED", 1)[1].strip()
+    assert "indexed 1 records" in out.stdout
+    assert not set(loaded.split(",")) & {"typer", "click", "rich", "memidex.cli.commands"}

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from memidex.app import Memidex
 
-__all__ = ["RebuildArgs", "SearchArgs", "open_memidex", "parse_fast", "parse_search",
-           "run_fast", "run_rebuild", "run_search"]
+__all__ = ["RebuildArgs", "SearchArgs", "open_memidex", "parse_fast", "run_fast",
+           "run_rebuild", "run_search"]
 
 
 @dataclass
@@ -70,12 +70,6 @@ _SPECS = {
     "rebuild-index": _Spec(flags={"--json": "json_out"},
                            valued={"--jobs": "jobs", "-j": "jobs"}, counts=("jobs",)),
 }
-
-
-def parse_search(argv: Sequence[str]) -> SearchArgs | None:
-    """The search command's parameters, or ``None`` (see :func:`parse_fast`)."""
-    args = parse_fast(argv)
-    return args if isinstance(args, SearchArgs) else None
 
 
 def parse_fast(argv: Sequence[str]) -> SearchArgs | RebuildArgs | None:

@@ -5,12 +5,13 @@ style (``{a: b}``, ``[a, b]``), strings plain when that is unambiguous and JSON-
 otherwise, and list-of-mapping keys (``evidence``, ``history``) as block items
 ``  - {…}``. A mapping key longer than YAML's 1024-character implicit-key limit is
 written explicitly (``{? key: value}``). :func:`fast_load` reads that subset and returns
-``None`` for anything else, so the caller falls back to PyYAML. It tries the whole
-front matter at once first (plain tokens only: one regular expression and a few string
-substitutions to JSON), then line by line. Property tests prove each of the two readers
-equal to ``yaml.safe_load(text)`` on every text :func:`dump_value` can produce and on the
-hand-written variants around it, and that a value holding two flow nodes on one line
-(``{a: b}, c: d``, which YAML refuses) is declined.
+``None`` for anything else, so the caller falls back to PyYAML. Comments are taken out
+first; block style (as ``yaml.safe_dump`` writes it) is converted line by line; flow
+style is read whole (one regular expression and a few string substitutions to JSON) or,
+failing that, line by line. Property tests prove each reader equal to
+``yaml.safe_load(text)`` on every text :func:`dump_value` can produce, on
+``yaml.safe_dump`` output and on the hand-written variants around them, and that a value
+holding two flow nodes on one line (``{a: b}, c: d``, which YAML refuses) is declined.
 """
 
 from __future__ import annotations
@@ -268,7 +269,7 @@ def _line(line: str) -> tuple[str, str] | None:
 
 
 def fast_load(front_matter: str) -> dict[str, Any] | None:
-    """Read canonical front matter; ``None`` when it is not in the canonical subset."""
+    """Read front matter in the subset above; ``None`` when it is not (PyYAML's then)."""
     if "#" in front_matter:
         stripped = _without_comments(front_matter)
         if stripped is None:
@@ -302,11 +303,11 @@ def _without_comments(front_matter: str) -> str | None:
 
 
 # The whole front matter at once, for the common case: every line is ``key: value``, or
-# ``key:`` followed by ``  - item`` lines, and every value is one plain token or one flow
-# node of plain tokens nested at most three deep. One regular expression checks that, the
-# substitutions above turn it into JSON, and there is no Python call per line or token.
-# A JSON string YAML reads the same way, holding no separator (so the substitutions below
-# cannot cut it): printable characters, no brackets, no ", " or ": ", simple escapes.
+# ``key:`` followed by ``  - item`` lines, and every value is one token or one flow node
+# of tokens nested at most three deep. A token is plain, or a JSON string YAML reads the
+# same way that holds no separator (so the substitutions cannot cut it): printable
+# characters, no brackets, no ", " or ": ", simple escapes. One regular expression checks
+# that, the substitutions above turn it into JSON, with no Python call per line or token.
 _QSTR = (r'"(?:[^"\\,:\[\]{}\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]|[,:](?! )'
          r'|\\["\\/bfnrt]|\\u(?![dD][89a-fA-F])[0-9a-fA-F]{4})*+"')
 _TOK = rf"(?>{_SIMPLE_TOKEN}|{_QSTR})"
