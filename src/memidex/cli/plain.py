@@ -38,7 +38,7 @@ def _styler(on: bool) -> Callable[[str, str], str]:
 def _safe(text: str) -> str:
     """No control characters from a record reach the terminal (an escape sequence in a
     title must not restyle or move the cursor)."""
-    return "".join(ch if ch.isprintable() or ch == " " else " " for ch in text)
+    return "".join(ch if ch.isprintable() else " " for ch in text)
 
 
 def search_text(result: SearchResult) -> None:

@@ -166,9 +166,11 @@ def _batch(store: Store, files: Sequence[FileStat], start: int, end: int) -> Bat
     return _flatten([file_rows(store, fs) for fs in files[start:end]], 1 + start, dense=False)
 
 
-# What the parser processes read, set in the parent before they are forked: a chunk is
-# then sent as two numbers, not as 500 pickled file stats.
+# What the parser processes read, set in the parent just while they are forked (under a
+# lock, should two threads rebuild): a chunk is then sent as two numbers, not as 500
+# pickled file stats.
 _FORKED: tuple[Store, Sequence[FileStat]] | None = None
+_FORK_LOCK = threading.Lock()
 
 
 def _forked_batch(span: tuple[int, int]) -> bytes:
@@ -198,13 +200,15 @@ def _iter_batches(store: Store, files: Sequence[FileStat], jobs: int) -> Iterato
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork")
-    _FORKED = (store, files)
-    try:
-        with ctx.Pool(jobs) as pool:
-            for data in pool.imap(_forked_batch, spans):
-                yield Batch(*marshal.loads(data))
-    finally:
-        _FORKED = None
+    with _FORK_LOCK:
+        _FORKED = (store, files)
+        try:
+            pool = ctx.Pool(jobs)  # the processes fork here, with _FORKED set
+        finally:
+            _FORKED = None
+    with pool:
+        for data in pool.imap(_forked_batch, spans):
+            yield Batch(*marshal.loads(data))
 
 
 _INSERT_RECORD = (
