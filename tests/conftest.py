@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -46,7 +47,7 @@ def git(root: Path, *args: str) -> str:
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A fresh git repository with `memidex init` applied and product shop-web configured."""
-    from memidex.layout import init_repository
+    from memidex.store.layout import init_repository
 
     root = tmp_path / "repo"
     root.mkdir()
@@ -87,3 +88,15 @@ def run_cli(root: Path, *args: str, input: str | None = None,
     if check and out.returncode != 0:
         raise AssertionError(f"memidex {' '.join(args)} -> {out.returncode}\n{out.stderr}")
     return out
+
+
+def integrity(db: object) -> str:
+    """``PRAGMA integrity_check`` plus FTS5's own, on an open :class:`IndexDB` (tests only:
+    production runs the O(N) ``quick_check``)."""
+    conn = db.conn  # type: ignore[attr-defined]
+    first = "; ".join(str(r[0]) for r in conn.execute("PRAGMA integrity_check").fetchall()[:3])
+    try:
+        conn.execute("INSERT INTO records_fts(records_fts) VALUES('integrity-check')")
+    except sqlite3.DatabaseError as exc:
+        return f"{first}; fts: {exc}"
+    return first

@@ -29,13 +29,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from memidex._testing import crash_at, inject_io_fault, set_step_hook
 from memidex.config import load_config
 from memidex.errors import MemidexError
-from memidex.lease import AUTHORITY_FILE, set_step_hook
 from memidex.records.ids import record_id
 from memidex.records.model import Record
-from memidex.store import Store
-from memidex.writer import Remove, Write, WriterSession, crash_at, inject_io_fault, writer_session
+from memidex.store.files import Store
+from memidex.write.authority import AUTHORITY_FILE
+from memidex.write.writer import Remove, Write, WriterSession, writer_session
 
 PRODUCT = "shop-web"
 

@@ -28,27 +28,136 @@ def _rel(path: Path) -> str:
     return path.relative_to(SRC).as_posix()
 
 
-def test_sqlite_only_in_the_index_and_the_lease() -> None:
-    allowed = ("index/", "lease.py", "writer.py", "journal.py", "app.py")
+def _memidex_imports(tree: ast.Module) -> set[str]:
+    """Every memidex module a module imports, at the top or inside a function."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.startswith("memidex"))
+        elif isinstance(node, ast.ImportFrom) and node.module and \
+                node.module.startswith("memidex"):
+            out.add(node.module)
+            # `from memidex.store import fsio` names a module, not just a package
+            out.update(f"{node.module}.{a.name}" for a in node.names
+                       if (SRC / node.module.removeprefix("memidex").replace(".", "/").lstrip("/")
+                           / f"{a.name}.py").exists())
+    return out
+
+
+def _unit(module: str) -> str:
+    """The layer a module belongs to: its package under memidex, or the module itself."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "memidex"
+
+
+# The layers, lowest first (STYLE.md). A module may import its own layer and any lower
+# one, never a higher one and never another layer of the same rank.
+RANK = {
+    "errors": 0, "memidex": 0,
+    "records": 1, "config": 1,
+    "masking": 2,
+    "store": 3,
+    "_testing": 3.5,  # the fault-injection seam: swaps a name in store.fsio, used by write
+    "search": 4, "write": 4,
+    "index": 5,
+    "results": 6,
+    "app": 7,
+    "cli": 8, "__main__": 9,
+}
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(SRC.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def test_every_module_has_a_layer() -> None:
+    for path, _tree in _modules():
+        assert _unit(_module_name(path)) in RANK, _module_name(path)
+
+
+def test_imports_point_down_only() -> None:
     for path, tree in _modules():
-        if "sqlite3" in _imports(tree):
+        me = _module_name(path)
+        mine = _unit(me)
+        for target in _memidex_imports(tree):
+            theirs = _unit(target)
+            if theirs == mine or target == "memidex":
+                continue
+            assert RANK[theirs] < RANK[mine], f"{me} imports {target} (an arrow up or across)"
+
+
+def test_records_import_nothing_of_memidex_but_errors() -> None:
+    for path, tree in _modules():
+        me = _module_name(path)
+        if _unit(me) == "records":
+            for target in _memidex_imports(tree):
+                assert _unit(target) in ("records", "errors"), f"{me} imports {target}"
+
+
+def test_write_and_index_do_not_know_each_other() -> None:
+    for path, tree in _modules():
+        me = _module_name(path)
+        for target in _memidex_imports(tree):
+            pair = (_unit(me), _unit(target))
+            assert pair not in (("write", "index"), ("write", "search"), ("index", "write"),
+                                ("search", "write"), ("search", "index")), f"{me} → {target}"
+
+
+def test_no_import_cycles_between_modules() -> None:
+    """Counting imports inside functions too: the module graph is acyclic."""
+    graph = {_module_name(p): {t for t in _memidex_imports(tree)} for p, tree in _modules()}
+    # a package import (`from memidex.store import fsio`) is an edge to the submodule
+    graph = {m: {t for t in ts if t in graph and t != m and not m.startswith(t + ".")}
+             for m, ts in graph.items()}
+    state: dict[str, int] = {}
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycle = trail[trail.index(nxt):] + [nxt] if nxt in trail else [node, nxt]
+                raise AssertionError("import cycle: " + " → ".join(cycle))
+            if nxt not in state:
+                visit(nxt, [*trail, nxt])
+        state[node] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+
+
+def test_only_the_cli_imports_typer_and_rich() -> None:
+    for path, tree in _modules():
+        if not _rel(path).startswith("cli/"):
+            roots = {name.split(".")[0] for name in _imports(tree)}
+            assert not roots & {"typer", "rich", "click"}, _rel(path)
+
+
+def test_sqlite_only_in_the_index_and_the_lease() -> None:
+    allowed = ("index/", "write/authority.py", "write/lease.py", "write/status.py",
+               "write/ledger.py")
+    for path, tree in _modules():
+        if "sqlite3" in _imports(tree) or "sqlite_utils" in _imports(tree):
             assert _rel(path).startswith(allowed), f"{_rel(path)} imports sqlite3"
 
 
-def test_cli_and_mcp_have_no_sql_and_no_file_replacing() -> None:
+def test_cli_has_no_sql() -> None:
     for path, tree in _modules():
-        rel = _rel(path)
-        if rel.startswith("cli/") or rel == "mcp_server.py":
-            assert "sqlite3" not in _imports(tree), rel
-            assert "sqlite_utils" not in _imports(tree), rel
+        if _rel(path).startswith("cli/"):
+            assert "sqlite3" not in _imports(tree), _rel(path)
+            assert "sqlite_utils" not in _imports(tree), _rel(path)
 
 
-def test_os_replace_only_in_the_store() -> None:
+def test_os_replace_only_in_fsio() -> None:
     for path, tree in _modules():
         for node in ast.walk(tree):
             if (isinstance(node, ast.Attribute) and node.attr in ("replace", "rename")
                     and isinstance(node.value, ast.Name) and node.value.id == "os"):
-                assert _rel(path) == "store.py", f"os.{node.attr} in {_rel(path)}"
+                assert _rel(path) == "store/fsio.py", f"os.{node.attr} in {_rel(path)}"
 
 
 def test_exit_codes_decided_in_one_place() -> None:
@@ -58,7 +167,7 @@ def test_exit_codes_decided_in_one_place() -> None:
                 func = node.func
                 name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
                 # typer.Exit only for --version, beside the typer app
-                if name == "Exit" and _rel(path) != "cli/commands.py":
+                if name == "Exit" and _rel(path) != "cli/base.py":
                     raise AssertionError(f"typer.Exit in {_rel(path)}")
                 if name == "exit" and isinstance(func, ast.Attribute) and \
                         getattr(func.value, "id", "") == "sys":

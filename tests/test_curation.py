@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from conftest import make_record, run_cli, write_record
-from memidex.curation import (
+from memidex.errors import UsageError
+from memidex.records.model import Record, Trust, Valid
+from memidex.records.transitions import (
     confirm,
     deprecate,
     previous_status,
@@ -18,8 +20,6 @@ from memidex.curation import (
     supersede_by,
     supersede_in_place,
 )
-from memidex.errors import UsageError
-from memidex.records.model import Record, Trust, Valid
 
 RID = "fact-el-button-place-order-97c05f92322716e0"
 FACTS = "agent-qa-knowledge/memory/records/fact"
@@ -229,19 +229,18 @@ def test_purge_removes_the_file_its_index_rows_and_its_queue_traces(repo: Path) 
 def test_a_persons_edit_between_reading_and_writing_is_never_clobbered(
         repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The curation commands pass the hash they read: the writer refuses a changed file."""
-    import memidex.curation as curation
     from memidex.app import Memidex
     from memidex.errors import ConflictError
 
     path = write_record(repo, _base())
-    real_load = curation._load
+    real_load = Memidex._load_for_write
 
     def load_then_edit(m: Memidex, prefix: str) -> tuple[Record, str, str]:
         loaded = real_load(m, prefix)
         path.write_text(path.read_text().replace("terms are ticked", "terms are ticked!"))
         return loaded
 
-    monkeypatch.setattr(curation, "_load", load_then_edit)
+    monkeypatch.setattr(Memidex, "_load_for_write", load_then_edit)
     with Memidex(repo) as m, pytest.raises(ConflictError):
         m.confirm(RID)
     assert "ticked!" in path.read_text() and "confirmations: 2" in path.read_text()

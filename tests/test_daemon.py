@@ -169,9 +169,9 @@ def test_sigkill_does_not_block_the_next_writer(repo: Path, daemons: list[Daemon
 def test_a_paused_daemon_is_taken_over_and_writes_nothing_after_it_resumes(
         ttl_repo: Path, daemons: list[Daemon]) -> None:
     from memidex.config import load_config
-    from memidex.queue import Queue, encode_change
-    from memidex.store import Store
-    from memidex.writer import Write
+    from memidex.store.files import Store
+    from memidex.write.inbox import Queue, encode_change
+    from memidex.write.writer import Write
 
     d = _start(daemons, ttl_repo)
     os.kill(d.pid, signal.SIGSTOP)
@@ -219,9 +219,9 @@ def test_a_queued_correction_times_out_and_stays_for_the_daemon(
 
 def test_daemon_once_applies_what_is_queued_and_exits(repo: Path) -> None:
     from memidex.config import load_config
-    from memidex.queue import Queue, encode_change
-    from memidex.store import Store
-    from memidex.writer import Write
+    from memidex.store.files import Store
+    from memidex.write.inbox import Queue, encode_change
+    from memidex.write.writer import Write
 
     store = Store(load_config(repo))
     queue = Queue(store.queue_dir)

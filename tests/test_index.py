@@ -12,12 +12,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import git, make_record, write_record
+from conftest import git, integrity, make_record, write_record
 from memidex.app import Memidex
-from memidex.index.build import rebuild, refresh
+from memidex.index.build import rebuild
 from memidex.index.db import IndexDB
-from memidex.layout import init_repository
+from memidex.index.refresh import refresh
 from memidex.records.model import Relations
+from memidex.store.layout import init_repository
 
 POLICY = "id: {pid}\nrule: {rule}\napplies_to: {{products: [shop-web]}}\nseverity: must\n"
 
@@ -154,7 +155,7 @@ def test_truncated_index_and_stale_journal(repo: Path) -> None:
     m.rebuild_index()
     assert not Path(f"{index}-journal").exists()
     db = IndexDB.open(index, write=True)  # FTS5's integrity-check needs a writable handle
-    assert db.integrity_check() == "ok"
+    assert integrity(db) == "ok"
     db.close()
 
 
@@ -280,7 +281,7 @@ def test_incremental_refresh_equals_full_rebuild(with_git: bool,
             report = refresh(m.store, db)
             assert report.method == ("git" if with_git else "stat")
             incremental = db.dump()
-            assert db.integrity_check() == "ok"
+            assert integrity(db) == "ok"
             db.close()
             fresh = root / "fresh.sqlite"
             rebuild(m.store, fresh, jobs=1)
@@ -305,7 +306,7 @@ def test_concurrent_readers_refresh_without_damage(repo: Path) -> None:
     assert counts == [10] * 8
     db = IndexDB.open(Memidex(repo).config.index_path, write=True)
     assert db.counts()["records"] == 40
-    assert db.integrity_check() == "ok"
+    assert integrity(db) == "ok"
     db.close()
 
 

@@ -20,8 +20,8 @@ from lease_driver import (
     scratch,  # noqa: F401 - a fixture
     snapshot,
 )
-from memidex.journal import Journal, Op, Owner
-from memidex.lease import current_process
+from memidex.write.journal import Journal, Op, Owner
+from memidex.write.procs import current_process
 
 OWNER = Owner(os.getpid(), None, "", "", 7)
 

@@ -27,15 +27,11 @@ from lease_driver import (
     wait_stopped,
 )
 from memidex.errors import FencedError, LeaseHeldError
-from memidex.lease import (
-    AUTHORITY_FILE,
-    EPOCH_FILE,
-    LEASE_FILE,
-    Lease,
-    lease_status,
-    pid_start_time,
-)
-from memidex.writer import writer_session
+from memidex.write.authority import AUTHORITY_FILE, EPOCH_FILE, LEASE_FILE
+from memidex.write.lease import Lease
+from memidex.write.procs import pid_start_time
+from memidex.write.status import lease_status
+from memidex.write.writer import writer_session
 
 
 def run(root: Path, *args: str, timeout: float = 60) -> tuple[int, list[dict[str, Any]]]:

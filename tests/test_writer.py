@@ -25,10 +25,11 @@ from lease_driver import (
     snapshot,
     store_for,
 )
+from memidex._testing import STEPS, crash_at, inject_io_fault
 from memidex.errors import ConflictError, LeaseError, UnsafePathError
-from memidex.lease import STEPS, lease_status
 from memidex.records.codec import content_hash
-from memidex.writer import crash_at, inject_io_fault, writer_session
+from memidex.write.status import lease_status
+from memidex.write.writer import writer_session
 
 INITIAL = expected_files(initial_records())
 FINAL = expected_files([make_record("keep"), make_record("update", 2), make_record("new"),

@@ -7,10 +7,10 @@ is missing, locked or damaged.
 
 from __future__ import annotations
 
-import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,16 +24,23 @@ from memidex.errors import (
     RecordError,
     UsageError,
 )
-from memidex.ranking import DEFAULT_STATUSES, SearchHit, SearchQuery
 from memidex.records.vocab import KINDS, STATUSES
-from memidex.store import LoadedRecord, Store
+from memidex.results import AddResult, CheckReport, CurationResult, SearchResult, ShownRecord
+from memidex.search.ranking import DEFAULT_STATUSES, SearchQuery
+from memidex.store.files import LoadedRecord, Store
 
 if TYPE_CHECKING:
+    from memidex.index.build import BuildReport
+    from memidex.index.db import IndexDB
+    from memidex.index.refresh import RefreshReport
     from memidex.records.model import Record
+    from memidex.write.daemon import DaemonReport
+    from memidex.write.writer import Change, WriterSession
 
 __all__ = [
     "AddResult",
     "CheckReport",
+    "CurationResult",
     "LEVELS",
     "Memidex",
     "SearchResult",
@@ -50,78 +57,6 @@ _UNAVAILABLE_LEVELS = {
     "memidex": "no embedding model support in this release",
     "static-floor": "no static embedding model support in this release",
 }
-
-
-@dataclass(frozen=True)
-class SearchResult:
-    query: str
-    product: str | None
-    level: str
-    results: list[SearchHit]
-    note: str = ""
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "query": self.query,
-            "product": self.product,
-            "level": self.level,
-            "results": [h.as_dict() for h in self.results],
-            **({"note": self.note} if self.note else {}),
-        }
-
-
-@dataclass(frozen=True)
-class ShownRecord:
-    record: Record
-    path: str
-    text: str
-    duplicates: tuple[str, ...] = ()
-
-    def as_dict(self) -> dict[str, Any]:
-        r = self.record
-        return {
-            "id": r.id, "path": self.path, "kind": r.kind, "status": r.status,
-            "product": r.product, "scope": dict(r.scope), "anchor": r.anchor,
-            "anchors": list(r.anchors), "title": r.title, "body": r.body,
-            "trust": {"source": r.trust.source, "confirmations": r.trust.confirmations,
-                      "contradictions": r.trust.contradictions,
-                      "last_confirmed": r.trust.last_confirmed},
-            "valid": {"from": r.valid.from_, "until": r.valid.until},
-            "relations": {"supersedes": list(r.relations.supersedes),
-                          "superseded_by": r.relations.superseded_by,
-                          "cites": list(r.relations.cites),
-                          "contradicts": list(r.relations.contradicts)},
-            "evidence": [dict(e) for e in r.evidence],
-            "history": [{"valid": {"from": h.valid.from_, "until": h.valid.until},
-                         "title": h.title, "body": h.body} for h in r.history],
-            "duplicates": list(self.duplicates),
-        }
-
-
-@dataclass(frozen=True)
-class AddResult:
-    id: str
-    path: str
-    status: str
-    change: str  # added | updated | unchanged
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "path": self.path, "status": self.status, "change": self.change}
-
-
-@dataclass
-class CheckReport:
-    records: int = 0
-    policies: int = 0
-    problems: list[Problem] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "records": self.records, "policies": self.policies,
-                "problems": [p.as_dict() for p in self.problems]}
 
 
 def _statuses(statuses: Sequence[str] | None) -> tuple[str, ...]:
@@ -146,13 +81,15 @@ class Memidex:
     """One repository's knowledge: records, policies and the derived index."""
 
     def __init__(self, root: Path | None = None, *, config: Config | None = None,
-                 overrides: dict[str, Any] | None = None) -> None:
+                 overrides: dict[str, Any] | None = None, wait: float = 10.0) -> None:
+        """``wait``: seconds a record-writing command waits for the writer lease (or for
+        a running daemon to apply its change)."""
         self.config = config or load_config(root, overrides=overrides)
         self.store = Store(self.config)
-        self._db: Any = None  # memidex.index.db.IndexDB, imported lazily
-        self.last_refresh: Any = None
+        self._db: IndexDB | None = None  # imported lazily
+        self.last_refresh: RefreshReport | None = None
         self.index_note = ""
-        self.wait = 10.0  # seconds a record-writing command waits for the writer lease
+        self.wait = wait
         # A long-lived process (a server on this facade) re-checks at most this often;
         # each CLI command is a new process and always checks. Our own writes reset it.
         self.recheck_seconds = 1.0
@@ -165,14 +102,14 @@ class Memidex:
             self._db.close()
             self._db = None
         self._checked_at = None
-        from memidex.staleness import discard_prefetch
+        from memidex.index.staleness import discard_prefetch
 
         discard_prefetch(str(self.store.root))
 
     def prefetch(self) -> None:
         """Start the staleness check's git call now, to overlap it with imports and the
         opening of the index (the CLI does this for reading commands)."""
-        from memidex.staleness import prefetch
+        from memidex.index.staleness import prefetch
 
         prefetch(str(self.store.root), [self.store.records_rel, self.store.policies_rel])
 
@@ -182,10 +119,10 @@ class Memidex:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def index(self, *, refresh: bool = True) -> Any:
+    def index(self, *, refresh: bool = True) -> IndexDB | None:
         """The open, up-to-date index, or ``None`` (and ``index_note`` says why)."""
-        from memidex.index.build import refresh as refresh_index
         from memidex.index.db import IndexDB, IndexSwapped
+        from memidex.index.refresh import refresh as refresh_index
 
         for _ in range(3):
             if self._db is not None and self._db.swapped():
@@ -205,12 +142,8 @@ class Memidex:
             except IndexSwapped:
                 self.close()
                 continue
-            except sqlite3.OperationalError as exc:
-                self.index_note = f"the index is locked or read-only ({exc})"
-                self.close()
-                return None
-            except sqlite3.DatabaseError as exc:
-                self.index_note = f"the index is damaged ({exc})"
+            except IndexUnavailableError as exc:
+                self.index_note = exc.message
                 self.close()
                 return None
             self.index_note = ""
@@ -218,17 +151,17 @@ class Memidex:
         self.index_note = "the index kept being replaced"
         return None
 
-    def _damaged(self, exc: Exception) -> None:
+    def _damaged(self, exc: IndexUnavailableError) -> None:
         """A query failed on the index: answer from the records this time (bundle-scan)."""
-        self.index_note = f"the index is damaged ({exc}); run `memidex knowledge rebuild-index`"
+        self.index_note = exc.message
         self.close()
 
     def rebuild_index(self, *, progress: Callable[[int, int], None] | None = None,
-                      jobs: int | None = None) -> Any:
+                      jobs: int | None = None) -> BuildReport:
         """Rebuild the index. A maintenance command: refuses at once (exit 3) while another
         live process — a daemon, say — holds the writer lease, and holds it meanwhile."""
         from memidex.index.build import rebuild
-        from memidex.writer import writer_session
+        from memidex.write.writer import writer_session
 
         self.close()
         with writer_session(self.store, wait=0, ttl=self.config.lease_ttl_seconds,
@@ -269,9 +202,9 @@ class Memidex:
 
             try:
                 return SearchResult(text, q.product, "lexical-only", search(db, q))
-            except sqlite3.DatabaseError as exc:
+            except IndexUnavailableError as exc:
                 self._damaged(exc)
-        from memidex.scan import scan_search
+        from memidex.search.scan import scan_search
 
         return SearchResult(text, q.product, "bundle-scan", scan_search(self._loaded(), q),
                             note=self.index_note)
@@ -287,7 +220,7 @@ class Memidex:
 
             try:
                 rows = find_ids(db, prefix)
-            except sqlite3.DatabaseError as exc:
+            except IndexUnavailableError as exc:
                 self._damaged(exc)
         if rows is not None:
             candidates = [(row.id, row.path) for row in rows]
@@ -324,24 +257,16 @@ class Memidex:
                 return [row.as_dict() for row in list_records(
                     db, product=chosen, kinds=k, statuses=s, anchors=tuple(anchors),
                     limit=limit)]
-            except sqlite3.DatabaseError as exc:
+            except IndexUnavailableError as exc:
                 self._damaged(exc)
-        from memidex.scan import matches_filters
+        from memidex.records.shape import summary_of
+        from memidex.search.scan import matches_filters
 
         out = []
         for lr in sorted(self._loaded(), key=lambda x: (x.record.kind, x.record.id, x.relpath)):
             r = lr.record
             if matches_filters(r, chosen, k, s, tuple(anchors)):
-                out.append({
-                    "id": r.id, "path": lr.relpath, "kind": r.kind, "status": r.status,
-                    "product": r.product, "anchor": r.anchor, "title": r.title,
-                    "anchors": list(r.all_anchors),
-                    "trust": {"source": r.trust.source,
-                              "confirmations": r.trust.confirmations,
-                              "contradictions": r.trust.contradictions,
-                              "last_confirmed": r.trust.last_confirmed},
-                    "valid": {"from": r.valid.from_, "until": r.valid.until},
-                })
+                out.append(summary_of(r, lr.relpath))
         return out[:limit] if limit is not None else out
 
     # --- checking ------------------------------------------------------------------
@@ -452,18 +377,29 @@ class Memidex:
 
         Waits up to ``self.wait`` seconds for another writer; while ``memidex daemon``
         holds the lease, hands the change set to it through ``queue/corrections/`` and
-        waits as long for its marker (:func:`memidex.curation.apply_changes`). Returns how
+        waits as long for its marker (:func:`memidex.write.route.apply_changes`). Returns how
         many files changed. ``expected`` is the content hash read before (None: must not
         exist), so a person's edit made meanwhile is never clobbered (ConflictError).
         """
-        from memidex.curation import apply_changes
-        from memidex.writer import Write
+        from memidex.write.writer import Write
 
-        done = apply_changes(self.store, [Write(r, expected) for r, expected in records],
-                             command=f"knowledge {command}", wait=self.wait,
-                             ttl=self.config.lease_ttl_seconds)
-        self._checked_at = None  # the next read sees this write
+        done = self._apply([Write(r, expected) for r, expected in records],
+                           f"knowledge {command}")
         return sum(1 for changed in done if changed)
+
+    def _apply(self, changes: Sequence[Change], command: str, *,
+               refuse_daemon: bool = False,
+               after: Callable[[WriterSession], None] | None = None) -> list[bool]:
+        """One change set through :func:`memidex.write.route.apply_changes`; the next read
+        sees it."""
+        from memidex.write.route import apply_changes
+
+        try:
+            return apply_changes(self.store, changes, command=command, wait=self.wait,
+                                 ttl=self.config.lease_ttl_seconds,
+                                 refuse_daemon=refuse_daemon, after=after)
+        finally:
+            self._checked_at = None
 
     # --- health --------------------------------------------------------------------
 
@@ -535,57 +471,115 @@ class Memidex:
         }
 
     def lease_status(self) -> dict[str, Any]:
-        from memidex.lease import lease_status
+        from memidex.write.status import lease_status
 
         return lease_status(self.config.knowledge_path)
 
-    # --- curation: human curation commands (memidex.curation; docs/curation.md) -----
-    # Each takes a record id or a unique prefix of one, writes through the fenced writer
-    # (or hands the change to a running daemon) and returns a CurationResult.
+    # --- curation: human curation commands (docs/curation.md) ----------------------
+    # Each takes a record id or a unique prefix of one, applies a pure transition
+    # (memidex.records.transitions), writes through the fenced writer (or hands the
+    # change to a running daemon) and returns a CurationResult.
 
-    def confirm(self, id_or_prefix: str, *, run_ordinal: int | None = None) -> Any:
-        from memidex.curation import run_confirm
+    def _load_for_write(self, id_or_prefix: str) -> tuple[Record, str, str]:
+        """The record an id (or unique prefix) names, its path and content hash."""
+        from memidex.records.codec import content_hash, parse_record_bytes
 
-        return self._curated(run_confirm(self, id_or_prefix, run_ordinal))
+        shown = self.show(id_or_prefix)
+        r = shown.record
+        canonical = self.store.rel(self.store.record_path(r.kind, r.id))
+        if canonical != shown.path and canonical not in shown.duplicates:
+            raise InvalidInputError(f"{r.id} is at {shown.path}, not at {canonical} where "
+                                    "memidex writes it", hint="move the file there first")
+        # The record and the hash the writer checks come from the same bytes.
+        data = self.store.read_bytes(canonical)
+        return parse_record_bytes(data, canonical), canonical, content_hash(data)
+
+    def _transition(self, id_or_prefix: str, op: Callable[[Record], Record], command: str,
+                    change: str) -> CurationResult:
+        from memidex.write.writer import Write
+
+        r, path, sha = self._load_for_write(id_or_prefix)
+        new = op(r)
+        done = self._apply([Write(new, sha)], f"knowledge {command}")
+        return CurationResult(new.id, path, new.status, change if any(done) else "unchanged")
+
+    def confirm(self, id_or_prefix: str, *, run_ordinal: int | None = None) -> CurationResult:
+        from memidex.records.transitions import confirm
+
+        return self._transition(id_or_prefix, lambda r: confirm(r, run_ordinal), "confirm",
+                                "confirmed")
+
+    def deprecate(self, id_or_prefix: str, *, ordinal: int | None = None) -> CurationResult:
+        from memidex.records.transitions import deprecate
+
+        return self._transition(id_or_prefix, lambda r: deprecate(r, ordinal), "deprecate",
+                                "deprecated")
+
+    def quarantine(self, id_or_prefix: str) -> CurationResult:
+        from memidex.records.transitions import quarantine
+
+        return self._transition(id_or_prefix, quarantine, "quarantine", "quarantined")
+
+    def release(self, id_or_prefix: str) -> CurationResult:
+        from memidex.records.transitions import release
+
+        return self._transition(id_or_prefix, release, "release", "released")
 
     def supersede(self, id_or_prefix: str, *, title: str | None = None,
                   body: str | None = None, ordinal: int | None = None,
-                  by: str | None = None) -> Any:
-        from memidex.curation import run_supersede
+                  by: str | None = None) -> CurationResult:
+        """A new version of the record (``title``) or its replacement by another (``by``)."""
+        from memidex.masking import Masker
+        from memidex.records.transitions import supersede_by, supersede_in_place
+        from memidex.write.writer import Write
 
-        return self._curated(run_supersede(self, id_or_prefix, title=title, body=body,
-                                           ordinal=ordinal, by=by))
+        if (title is None) == (by is None):
+            raise UsageError("give --title (a new version of this record) or --by OTHER_ID "
+                             "(replaced by another record), not both")
+        r, path, sha = self._load_for_write(id_or_prefix)
+        if by is not None:
+            if body is not None:
+                raise UsageError("--body goes with --title, not with --by")
+            other, other_path, other_sha = self._load_for_write(by)
+            old, new = supersede_by(r, other, ordinal)
+            done = self._apply([Write(old, sha), Write(new, other_sha)], "knowledge supersede")
+            return CurationResult(old.id, path, old.status,
+                                  "superseded" if any(done) else "unchanged",
+                                  (("superseded_by", new.id), ("superseded_by_path", other_path)))
+        assert title is not None
+        masker = Masker.load(self.config.root / self.config.secrets_file)
+        clean_title = masker.mask(" ".join(title.split()))
+        clean_body = masker.mask(body or "").strip("\n").rstrip()
+        new = supersede_in_place(r, title=clean_title, body=clean_body, ordinal=ordinal)
+        done = self._apply([Write(new, sha)], "knowledge supersede")
+        return CurationResult(new.id, path, new.status,
+                              "superseded" if any(done) else "unchanged",
+                              (("valid_from", new.valid.from_),))
 
-    def deprecate(self, id_or_prefix: str, *, ordinal: int | None = None) -> Any:
-        from memidex.curation import run_deprecate
+    def purge(self, id_or_prefix: str) -> CurationResult:
+        """Delete the record file through the fenced writer and every trace of it: its
+        queue items and journal entries (inside the same lease). Refuses at once while a
+        daemon holds the lease."""
+        from memidex.write.route import purge_traces, refuse_under_daemon
+        from memidex.write.writer import Remove
 
-        return self._curated(run_deprecate(self, id_or_prefix, ordinal))
+        refuse_under_daemon(self.store, "knowledge purge")  # before reading anything
+        r, path, sha = self._load_for_write(id_or_prefix)
+        traces: list[str] = []
 
-    def quarantine(self, id_or_prefix: str) -> Any:
-        from memidex.curation import run_quarantine
+        def clean(_session: WriterSession) -> None:
+            traces.extend(purge_traces(self.store, r.id))
 
-        return self._curated(run_quarantine(self, id_or_prefix))
-
-    def release(self, id_or_prefix: str) -> Any:
-        from memidex.curation import run_release
-
-        return self._curated(run_release(self, id_or_prefix))
-
-    def purge(self, id_or_prefix: str) -> Any:
-        """Delete a record and every trace of it (refuses at once under a daemon)."""
-        from memidex.curation import run_purge
-
-        result = self._curated(run_purge(self, id_or_prefix))
+        done = self._apply([Remove(path, sha)], "knowledge purge", refuse_daemon=True,
+                           after=clean)
         self.index()  # the refresh drops the file's rows (a missing index: the next build)
-        return result
+        return CurationResult(r.id, path, "purged", "purged" if any(done) else "unchanged",
+                              (("removed", traces),))
 
-    def _curated(self, result: Any) -> Any:
-        self._checked_at = None  # the next read sees this write
-        return result
-
-    def daemon(self, *, once: bool = False, stop: Any = None, log: Any = None) -> Any:
-        """Run ``memidex daemon`` on this repository (:func:`memidex.daemon.run_daemon`)."""
-        from memidex.daemon import run_daemon
+    def daemon(self, *, once: bool = False, stop: threading.Event | None = None,
+               log: Callable[[str], None] | None = None) -> DaemonReport:
+        """Run ``memidex daemon`` on this repository (:func:`memidex.write.daemon.run_daemon`)."""
+        from memidex.write.daemon import run_daemon
 
         return run_daemon(self.store, wait=self.wait, ttl=self.config.lease_ttl_seconds,
                           once=once, stop=stop, log=log)

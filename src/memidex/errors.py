@@ -17,22 +17,24 @@ __all__ = [
     "EXIT_USAGE",
     "EXIT_LEASE",
     "EXIT_INVALID",
-    "MemidexError",
-    "UsageError",
-    "NotFoundError",
     "AmbiguousIdError",
-    "InvalidInputError",
-    "RecordError",
     "ConfigError",
-    "UnsafePathError",
+    "ConflictError",
+    "FencedError",
+    "IndexDamagedError",
+    "IndexLockedError",
+    "IndexUnavailableError",
+    "InvalidInputError",
     "LeaseError",
     "LeaseHeldError",
-    "FencedError",
-    "ConflictError",
-    "IndexUnavailableError",
-    "ProblemsFound",
+    "MemidexError",
+    "NotFoundError",
     "Problem",
+    "ProblemsFound",
+    "RecordError",
     "StorageError",
+    "UnsafePathError",
+    "UsageError",
 ]
 
 EXIT_OK = 0
@@ -156,6 +158,14 @@ class IndexUnavailableError(MemidexError):
 
     exit_code = EXIT_PROBLEMS
     default_hint = "run `memidex knowledge rebuild-index`"
+
+
+class IndexLockedError(IndexUnavailableError):
+    """The index is locked by another process or read-only; readers scan the records."""
+
+
+class IndexDamagedError(IndexUnavailableError):
+    """The index file is damaged (SQLite said so); readers scan the records."""
 
 
 class StorageError(MemidexError):

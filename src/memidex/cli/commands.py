@@ -9,89 +9,25 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
-from memidex import __version__
-from memidex.cli.fast import RebuildArgs, SearchArgs, open_memidex, run_rebuild, run_search
+from memidex.cli.base import (
+    STATE,
+    AllProductsOpt,
+    AnchorOpt,
+    JsonOpt,
+    KindOpt,
+    ProductOpt,
+    app,
+    knowledge,
+    memidex,
+)
+from memidex.cli.fast import RebuildArgs, SearchArgs, run_rebuild, run_search
 from memidex.errors import ProblemsFound, UsageError
 
-if TYPE_CHECKING:
-    from memidex.app import Memidex
-
-__all__ = ["app", "knowledge"]
-
-app = typer.Typer(
-    name="memidex",
-    help="A git-native knowledge store for AI testing agents: committed records, a derived "
-    "SQLite index, search and health checks. Records live in "
-    "agent-qa-knowledge/memory/records/; the index is derived and always safe to delete.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
-knowledge = typer.Typer(
-    help="Records: search, show, list, check, add, curate (confirm, supersede, deprecate, "
-    "quarantine, release, purge) and rebuild the index.",
-    no_args_is_help=True,
-)
-app.add_typer(knowledge, name="knowledge")
-
-
-class _State:
-    root: Path | None = None
-
-
-STATE = _State()
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")]
-ProductOpt = Annotated[
-    str | None,
-    typer.Option("--product", "-p", help="Product to scope to (default: `product` in "
-                 "memidex.toml)."),
-]
-AllProductsOpt = Annotated[
-    bool, typer.Option("--all-products", help="Search every product (explicitly unscoped).")
-]
-KindOpt = Annotated[
-    list[str] | None,
-    typer.Option("--kind", "-k", help="Only this kind (fact, caution, procedure, unknown); "
-                 "repeatable."),
-]
-AnchorOpt = Annotated[
-    list[str] | None,
-    typer.Option("--anchor", "-a", help="Only records with this anchor (type:value; a "
-                 "trailing * matches a prefix); repeatable."),
-]
-
-
-def _version(value: bool) -> None:
-    if value:
-        sys.stdout.write(f"memidex {__version__}\n")
-        raise typer.Exit()
-
-
-@app.callback()
-def _root(
-    root: Annotated[
-        Path | None,
-        typer.Option("--root", help="Repository root (default: walk up to memidex.toml, "
-                     "else the git top level).", envvar=None),
-    ] = None,
-    version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True,
-                           help="Print the version and exit.")
-    ] = False,
-) -> None:
-    STATE.root = root
-
-
-def _memidex(*, reading: bool = False) -> Memidex:
-    """The facade for this command (see :func:`memidex.cli.fast.open_memidex`)."""
-    return open_memidex(STATE.root, reading=reading)
-
+__all__ = ["STATE", "app", "knowledge"]
 
 # --- init and doctor -----------------------------------------------------------------
 
@@ -102,7 +38,7 @@ def init(json_out: JsonOpt = False) -> None:
 
     Idempotent: running it again changes nothing.
     """
-    from memidex.layout import init_repository, init_root
+    from memidex.store.layout import init_repository, init_root
 
     root = STATE.root.resolve() if STATE.root else init_root(Path.cwd())
     report = init_repository(root)
@@ -127,7 +63,7 @@ def doctor(json_out: JsonOpt = False) -> None:
     """
     from memidex.cli import views
 
-    with _memidex(reading=True) as m:
+    with memidex(reading=True) as m:
         report = m.doctor()
     if json_out:
         from memidex.cli.render import print_json
@@ -189,7 +125,7 @@ def show(
     """Show one record."""
     from memidex.cli import views
 
-    with _memidex(reading=True) as m:
+    with memidex(reading=True) as m:
         shown = m.show(record_id)
     if json_out:
         from memidex.cli.render import print_json
@@ -218,7 +154,7 @@ def list_(
     """List records of a product, by kind then id."""
     from memidex.cli import views
 
-    with _memidex(reading=True) as m:
+    with memidex(reading=True) as m:
         rows = m.list_records(product=product, all_products=all_products, kinds=kind or (),
                               statuses=status, anchors=anchor or (), limit=limit)
     if json_out:
@@ -242,7 +178,7 @@ def check(
 
     if fmt not in ("text", "json", "github"):
         raise UsageError(f"unknown --format {fmt!r}: use text, json or github")
-    with _memidex() as m:
+    with memidex() as m:
         report = m.check()
     views.check(report, fmt)
     if not report.ok:
@@ -297,8 +233,7 @@ def add(
         if not sep or not key.strip():
             raise UsageError(f"--scope {item!r} must be key=value")
         scope_map[key.strip()] = value.strip()
-    with _memidex() as m:
-        m.wait = wait
+    with memidex(wait=wait) as m:
         chosen = product or m.config.product
         if not chosen:
             raise UsageError("no product", hint="pass --product or set `product` in "

@@ -1,8 +1,8 @@
 """The curation commands (``knowledge confirm|supersede|deprecate|quarantine|release|purge``)
 and ``memidex daemon``: thin typer commands over :class:`memidex.app.Memidex`.
 
-Registered by importing this module from :mod:`memidex.cli.commands` (after ``app`` and
-``knowledge`` exist). Errors are raised, never turned into exit codes here.
+Registered on the groups of :mod:`memidex.cli.base` when :mod:`memidex.cli.commands`
+imports this module. Errors are raised, never turned into exit codes here.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from memidex.cli.commands import JsonOpt, _memidex, app, knowledge
+from memidex.cli.base import JsonOpt, app, knowledge, memidex
 
 __all__: list[str] = []
 
@@ -51,8 +51,7 @@ def confirm(
 ) -> None:
     """Count one more confirmation: trust.confirmations + 1, trust.last_confirmed set to
     the run ordinal, and a candidate becomes active."""
-    with _memidex() as m:
-        m.wait = wait
+    with memidex(wait=wait) as m:
         result = m.confirm(record_id, run_ordinal=run_ordinal)
     _done(result, json_out)
 
@@ -79,8 +78,7 @@ def supersede(
     record becomes superseded (valid.until, relations.superseded_by) and OTHER lists it in
     relations.supersedes, as one change set.
     """
-    with _memidex() as m:
-        m.wait = wait
+    with memidex(wait=wait) as m:
         result = m.supersede(record_id, title=title, body=body, ordinal=ordinal, by=by)
     _done(result, json_out)
 
@@ -95,8 +93,7 @@ def deprecate(
     json_out: JsonOpt = False,
 ) -> None:
     """Mark a record deprecated (no longer served)."""
-    with _memidex() as m:
-        m.wait = wait
+    with memidex(wait=wait) as m:
         result = m.deprecate(record_id, ordinal=ordinal)
     _done(result, json_out)
 
@@ -104,8 +101,7 @@ def deprecate(
 @knowledge.command()
 def quarantine(record_id: IdArg, wait: WaitOpt = 10.0, json_out: JsonOpt = False) -> None:
     """Quarantine a record: never served, kept for a person to look at."""
-    with _memidex() as m:
-        m.wait = wait
+    with memidex(wait=wait) as m:
         result = m.quarantine(record_id)
     _done(result, json_out)
 
@@ -114,8 +110,7 @@ def quarantine(record_id: IdArg, wait: WaitOpt = 10.0, json_out: JsonOpt = False
 def release(record_id: IdArg, wait: WaitOpt = 10.0, json_out: JsonOpt = False) -> None:
     """Release a quarantined record back to its previous status (superseded when it names
     a replacement, deprecated when its window is closed, else active)."""
-    with _memidex() as m:
-        m.wait = wait
+    with memidex(wait=wait) as m:
         result = m.release(record_id)
     _done(result, json_out)
 
@@ -128,8 +123,7 @@ def purge(record_id: IdArg, wait: WaitOpt = 10.0, json_out: JsonOpt = False) -> 
     A maintenance command: refuses at once (exit 3) while `memidex daemon` holds the
     writer lease; waits up to --wait for any other writer.
     """
-    with _memidex() as m:
-        m.wait = wait
+    with memidex(wait=wait) as m:
         result = m.purge(record_id)
     _done(result, json_out)
 
@@ -156,8 +150,7 @@ def daemon(
         sys.stderr.write(line + "\n")
         sys.stderr.flush()
 
-    with _memidex() as m:
-        m.wait = wait
+    with memidex(wait=wait) as m:
         report = m.daemon(once=once, log=log)
     if json_out:
         from memidex.cli.render import print_json

@@ -126,23 +126,23 @@ def parse_fast(argv: Sequence[str]) -> SearchArgs | RebuildArgs | None:
     return args
 
 
-def open_memidex(root: Path | None, *, reading: bool = False) -> Memidex:
+def open_memidex(root: Path | None, *, reading: bool = False, wait: float = 10.0) -> Memidex:
     """The facade for one command. A reading command starts the staleness check's git
     call before the heavier imports, so the two overlap."""
     if reading:
         from memidex.config import load_config
-        from memidex.staleness import prefetch
-        from memidex.store import Store
+        from memidex.index.staleness import prefetch
+        from memidex.store.files import Store
 
         config = load_config(root)
         store = Store(config)
         prefetch(str(store.root), [store.records_rel, store.policies_rel])
         from memidex.app import Memidex
 
-        return Memidex(config=config)
+        return Memidex(config=config, wait=wait)
     from memidex.app import Memidex
 
-    return Memidex(root)
+    return Memidex(root, wait=wait)
 
 
 def run_fast(args: SearchArgs | RebuildArgs) -> None:

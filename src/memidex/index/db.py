@@ -10,24 +10,59 @@ is not its own.
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
-from memidex.errors import IndexUnavailableError
+from memidex.errors import IndexDamagedError, IndexLockedError, IndexUnavailableError
 from memidex.index.schema import MIGRATIONS, MIGRATIONS_TABLE, SCHEMA_VERSION
 
-__all__ = ["IndexDB", "IndexSwapped", "apply_migrations", "file_digest", "xor_hex"]
+__all__ = ["IndexDB", "IndexSwapped", "apply_migrations", "file_digest", "sqlite_error",
+           "translated", "translating", "xor_hex"]
 
 BUSY_TIMEOUT_MS = 3000
 
 
 class IndexSwapped(Exception):
     """The file this connection opened was replaced by a rebuild; reopen and retry."""
+
+
+def sqlite_error(exc: sqlite3.Error) -> IndexUnavailableError:
+    """The memidex error for a SQLite error on the index: locked (or read-only) vs damaged."""
+    if isinstance(exc, sqlite3.OperationalError):
+        return IndexLockedError(f"the index is locked or read-only ({exc})")
+    return IndexDamagedError(f"the index is damaged ({exc}); run `memidex knowledge "
+                             "rebuild-index`")
+
+
+@contextmanager
+def translated() -> Iterator[None]:
+    """Raise SQLite's errors inside the block as :class:`IndexUnavailableError` errors, so no
+    caller above ``index/`` handles ``sqlite3`` itself."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise sqlite_error(exc) from None
+
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def translating(fn: Callable[P, T]) -> Callable[P, T]:
+    """:func:`translated` as a decorator, for the index's query functions."""
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return fn(*args, **kwargs)
+        except sqlite3.Error as exc:
+            raise sqlite_error(exc) from None
+    return wrapper
 
 
 def file_digest(path: str, sha256: str) -> int:
@@ -143,6 +178,7 @@ class IndexDB:
             raise
         self.conn.execute("COMMIT")
 
+    @translating
     def meta(self) -> dict[str, str]:
         return dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
 
@@ -153,16 +189,7 @@ class IndexDB:
             return str(exc)
         return "; ".join(str(r[0]) for r in rows[:3])
 
-    def integrity_check(self) -> str:
-        rows = self.conn.execute("PRAGMA integrity_check").fetchall()
-        fts = "ok"
-        try:
-            self.conn.execute("INSERT INTO records_fts(records_fts) VALUES('integrity-check')")
-        except sqlite3.DatabaseError as exc:
-            fts = str(exc)
-        first = "; ".join(str(r[0]) for r in rows[:3])
-        return first if fts == "ok" else f"{first}; fts: {fts}"
-
+    @translating
     def counts(self) -> dict[str, int]:
         c = self.conn
         return {

@@ -6,8 +6,9 @@ import sqlite3
 from dataclasses import dataclass, replace
 from typing import Any
 
-from memidex.index.db import IndexDB
-from memidex.ranking import (
+from memidex.index.db import IndexDB, translating
+from memidex.records.shape import summary
+from memidex.search.ranking import (
     COLUMN_WEIGHTS,
     SearchHit,
     SearchQuery,
@@ -40,15 +41,7 @@ class IndexRow:
     valid_until: int | None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id, "path": self.path, "kind": self.kind, "status": self.status,
-            "product": self.product, "anchor": self.anchor, "title": self.title,
-            "anchors": list(self.anchors),
-            "trust": {"source": self.source, "confirmations": self.confirmations,
-                      "contradictions": self.contradictions,
-                      "last_confirmed": self.last_confirmed},
-            "valid": {"from": self.valid_from, "until": self.valid_until},
-        }
+        return summary(**{f: getattr(self, f) for f in self.__dataclass_fields__})
 
 
 _ROW_COLS = ("r.id, r.path, r.kind, r.status, r.product, r.anchor, r.title, r.anchors,"
@@ -141,8 +134,9 @@ def _matched_terms(conn: sqlite3.Connection, terms: list[str], rowids: list[int]
     return counts
 
 
+@translating
 def search(db: IndexDB, q: SearchQuery) -> list[SearchHit]:
-    """BM25 search (see ``memidex.ranking`` and docs/search.md).
+    """BM25 search (see ``memidex.search.ranking`` and docs/search.md).
 
     Words found in more than a fifth of the records (BM25 gives them almost no weight)
     are dropped when rarer words remain; a query whose words match more than CAP
@@ -189,6 +183,7 @@ def _snippets(conn: sqlite3.Connection, expr: str, rowids: list[int]) -> dict[in
         f" WHERE records_fts MATCH ? AND rowid IN ({marks})", [expr, *rowids])}
 
 
+@translating
 def find_ids(db: IndexDB, id_or_prefix: str) -> list[IndexRow]:
     """Rows whose id equals ``id_or_prefix``, else whose id starts with it."""
     conn = db.conn
@@ -201,6 +196,7 @@ def find_ids(db: IndexDB, id_or_prefix: str) -> list[IndexRow]:
     return [_row(t) for t in rows]
 
 
+@translating
 def list_records(db: IndexDB, *, product: str | None, kinds: tuple[str, ...] = (),
                  statuses: tuple[str, ...] = (), anchors: tuple[str, ...] = (),
                  limit: int | None = None) -> list[IndexRow]:
@@ -214,11 +210,13 @@ def list_records(db: IndexDB, *, product: str | None, kinds: tuple[str, ...] = (
 
 
 
+@translating
 def problems(db: IndexDB) -> list[tuple[str, int, str]]:
     return [(r[0], r[1], r[2]) for r in db.conn.execute(
         "SELECT path, line, reason FROM problems ORDER BY path, line, reason")]
 
 
+@translating
 def duplicate_ids(db: IndexDB) -> list[tuple[str, list[str]]]:
     out = []
     for rid, paths in db.conn.execute(

@@ -3,7 +3,7 @@
 The daemon takes the writer lease (waiting up to ``wait`` seconds), finishes the change
 sets a crashed writer left in the journal (the writer session does that on entry),
 announces itself in ``queue/daemon.json`` and then applies, oldest first, every change
-set other commands queue in ``queue/corrections/`` (:mod:`memidex.queue`), each through
+set other commands queue in ``queue/corrections/`` (:mod:`memidex.write.inbox`), each through
 the fenced writer. It heartbeats the lease all along (the lease's own thread).
 
 It stops cleanly on SIGTERM or SIGINT (after the item it is applying), removing
@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memidex.queue import (
+from memidex.write.inbox import (
     Queue,
     apply_item,
     remove_daemon_file,
@@ -30,8 +30,8 @@ from memidex.queue import (
 )
 
 if TYPE_CHECKING:
-    from memidex.store import Store
-    from memidex.writer import WriterSession
+    from memidex.store.files import Store
+    from memidex.write.writer import WriterSession
 
 __all__ = ["DaemonReport", "run_daemon"]
 
@@ -92,7 +92,7 @@ def run_daemon(store: Store, *, wait: float, ttl: float, once: bool = False,
     """Hold the lease and apply queued corrections until stopped (see the module doc)."""
     import os
 
-    from memidex.writer import writer_session
+    from memidex.write.writer import writer_session
 
     stop = stop or threading.Event()
     say = log or (lambda _line: None)

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memidex.lease import atomic_write, process_alive
+from memidex.store.fsio import append, atomic_write, dump_json
+from memidex.write.procs import process_alive
 
 __all__ = ["ChangeSet", "Journal", "Op", "Owner"]
 
@@ -110,10 +111,6 @@ def _step_key(step: str) -> str:
     return hashlib.sha256(step.encode("utf-8")).hexdigest()[:32]
 
 
-def _dump(data: Any) -> bytes:
-    return (json.dumps(data, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
-
-
 class Journal:
     """The ``queue/journal`` and ``queue/steps`` folders of one knowledge folder."""
 
@@ -130,21 +127,14 @@ class Journal:
         self.dir.mkdir(parents=True, exist_ok=True)
         cs_id = f"{time.time_ns():020d}-{os.getpid()}-{secrets.token_hex(4)}"
         cs = ChangeSet(cs_id, command, owner, tuple(ops), step, round(time.time(), 3))
-        atomic_write(self.dir / f"{cs_id}.json", _dump(cs.as_dict()))
+        atomic_write(self.dir / f"{cs_id}.json", dump_json(cs.as_dict()))
         return cs
 
     def mark_done(self, cs: ChangeSet, index: int, epoch: int) -> None:
         path = self.dir / f"{cs.id}.done"
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            line = _dump({"i": index, "epoch": epoch})
-            view = memoryview(line)
-            while view:
-                view = view[os.write(fd, view):]
-            # No fsync: the authority DB's `applied` table (committed first) is the truth;
-            # a lost mark only means a replay that finds every step already applied.
-        finally:
-            os.close(fd)
+        # No fsync: the authority DB's `applied` table (committed first) is the truth;
+        # a lost mark only means a replay that finds every step already applied.
+        append(path, dump_json({"i": index, "epoch": epoch}))
 
     def done_steps(self, cs: ChangeSet) -> frozenset[int]:
         return frozenset(i for i, _ in self._done_lines(cs.id))
@@ -173,7 +163,7 @@ class Journal:
         data = cs.as_dict()
         data["abandoned"] = {"reason": reason, "at": round(time.time(), 3),
                              "done": sorted(self.done_steps(cs))}
-        atomic_write(self.abandoned_dir / f"{cs.id}.json", _dump(data))
+        atomic_write(self.abandoned_dir / f"{cs.id}.json", dump_json(data))
         self.finish(cs)
 
     def pending(self) -> list[ChangeSet]:
@@ -241,7 +231,7 @@ class Journal:
 
     def _save_step_file(self, step: str, suffix: str, payload: dict[str, Any]) -> None:
         self.steps_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write(self._step_path(step, suffix), _dump({"step": step, **payload}))
+        atomic_write(self._step_path(step, suffix), dump_json({"step": step, **payload}))
 
     def _load_step_file(self, step: str, suffix: str) -> dict[str, Any] | None:
         try:

@@ -6,17 +6,17 @@
         w.write(record)                      # one change set of one write
         w.apply([Write(r1), Remove(path)])   # one change set, journaled first
 
-A session holds the writer lease (``memidex.lease``), heartbeats while open and releases
+A session holds the writer lease (``memidex.write.lease``), heartbeats while open and releases
 on exit. On entry it removes staging left by older epochs and finishes the change sets a
-crashed writer left in the journal (``memidex.journal``), so the result equals an
+crashed writer left in the journal (``memidex.write.journal``), so the result equals an
 uninterrupted run. Each write: plan (skip when the file already holds an equal record) →
 journal the change set (fsynced) → per op: stage (unique file, fsynced) →
 ``BEGIN IMMEDIATE`` → re-check epoch and token (changed: roll back, discard, FencedError)
 → step already applied: discard → ``os.replace`` (ConflictError when someone edited the
 file: never clobbered) → insert into ``applied`` → COMMIT → mark done in the journal.
 
-Test hooks: :func:`crash_at` makes the process ``os._exit(137)`` at a numbered step
-(:data:`memidex.lease.STEPS`); :func:`inject_io_fault` makes the k-th ``write``,
+Test hooks live in :mod:`memidex._testing`: ``crash_at`` makes the process
+``os._exit(137)`` at a numbered step; ``inject_io_fault`` makes the k-th ``write``,
 ``fsync`` or ``replace`` fail with ENOSPC/EIO. Both are off by default and cost nothing
 then (one ``is not None`` test per step).
 """
@@ -29,25 +29,23 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+from memidex._testing import step
 from memidex.errors import ConflictError, LeaseError, RecordError, UnsafePathError
-from memidex.journal import ChangeSet, Journal, Op, Owner
-from memidex.lease import STEPS, Lease, set_step_hook, step
 from memidex.records.codec import content_hash, dump_record, parse_record_bytes
 from memidex.records.model import Record
-from memidex.store import StagedFile, Store, fsync_dir
+from memidex.store.files import StagedFile, Store
+from memidex.store.fsio import fsync_dir
+from memidex.write.journal import ChangeSet, Journal, Op, Owner
+from memidex.write.lease import Lease
 
 __all__ = [
-    "STEPS",
     "Change",
     "Recovery",
     "Remove",
     "Write",
     "WriterSession",
-    "crash_at",
-    "inject_io_fault",
     "writer_session",
 ]
 
@@ -234,8 +232,8 @@ class WriterSession:
             step("write.staged")
         sid = cs.step_id(index)
         try:
-            with self.lease.fence() as conn:
-                if conn.execute("SELECT 1 FROM applied WHERE step_id = ?", (sid,)).fetchone():
+            with self.lease.fence() as fenced:
+                if fenced.applied(sid):
                     return  # committed before a crash: idempotent
                 now = store.current_hash(target)
                 if now == op.after:
@@ -254,8 +252,7 @@ class WriterSession:
                     self._touched = True
                     store.remove(op.path)
                 step("write.installed")
-                conn.execute("INSERT INTO applied (step_id, epoch, path, sha256) "
-                             "VALUES (?, ?, ?, ?)", (sid, self.epoch, op.path, op.after))
+                fenced.record_applied(sid, op.path, op.after)
                 step("write.recorded")
             step("write.committed")
         finally:
@@ -321,97 +318,3 @@ def writer_session(store: Store, *, wait: float, ttl: float, maintenance: bool =
     finally:
         session.close()
         lease.release()
-
-
-# --- test hooks ------------------------------------------------------------------------
-
-
-def _resolve_step(spec: str) -> tuple[str, int]:
-    name, _, nth = spec.partition(":")
-    if name.isdigit():
-        number = int(name)
-        if not 1 <= number <= len(STEPS):
-            raise ValueError(f"no protocol step {number} (1..{len(STEPS)})")
-        name = STEPS[number - 1]
-    if name not in STEPS:
-        raise ValueError(f"unknown protocol step {name!r}")
-    return name, int(nth) if nth else 1
-
-
-def crash_at(spec: str | None, *, code: int = 137) -> None:
-    """Make this process ``os._exit(code)`` at protocol step ``NAME[:N]`` or ``NUMBER[:N]``
-    (the N-th time it is reached, default the first). ``None`` removes the hook. Tests only.
-    """
-    if spec is None:
-        set_step_hook(None)
-        return
-    name, nth = _resolve_step(spec)
-    seen = 0
-
-    def hook(reached: str) -> None:
-        nonlocal seen
-        if reached == name:
-            seen += 1
-            if seen == nth:
-                os._exit(code)
-
-    set_step_hook(hook)
-
-
-class _FaultyOs:
-    """``os`` with the N-th ``write``/``fsync``/``replace`` failing (tests only)."""
-
-    def __init__(self, real: ModuleType, op: str, nth: int, err: int) -> None:
-        self._real = real
-        self._op = op
-        self._nth = nth
-        self._err = err
-        self._seen = 0
-        self.fired = False
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._real, name)
-
-    def _tick(self, op: str) -> None:
-        if op == self._op:
-            self._seen += 1
-            if self._seen == self._nth:
-                self.fired = True
-                raise OSError(self._err, os.strerror(self._err))
-
-    def write(self, fd: int, data: Any) -> int:
-        self._tick("write")
-        return self._real.write(fd, data)  # type: ignore[no-any-return]
-
-    def fsync(self, fd: int) -> None:
-        self._tick("fsync")
-        self._real.fsync(fd)
-
-    def replace(self, src: Any, dst: Any) -> None:
-        self._tick("replace")
-        self._real.replace(src, dst)
-
-
-def inject_io_fault(op: str, nth: int, err: int) -> Callable[[], bool]:
-    """Make the ``nth`` ``os.write``/``os.fsync``/``os.replace`` done by the store, the
-    journal or the lease fail with ``OSError(err)``. Returns ``undo()``, which restores
-    the real calls and says whether the fault fired. Tests only.
-    """
-    if op not in ("write", "fsync", "replace"):
-        raise ValueError(f"cannot inject a fault into {op!r}")
-    import memidex.journal
-    import memidex.lease
-    import memidex.store
-
-    modules: list[Any] = [memidex.store, memidex.journal, memidex.lease]
-    faulty = _FaultyOs(os, op, nth, err)
-    for module in modules:
-        module.os = faulty
-
-    def undo() -> bool:
-        for module in modules:
-            module.os = os
-        return faulty.fired
-
-    return undo
-

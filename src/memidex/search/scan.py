@@ -2,7 +2,7 @@
 
 Used when the index is missing, locked or damaged. It applies the same filters, the same
 BM25 (FTS5's formula and column weights), the same AND-then-OR rule, confidence labels
-and tie-breaks as the index (``memidex.ranking``). The one difference: words are not
+and tie-breaks as the index (``memidex.search.ranking``). The one difference: words are not
 stemmed, so ``disabled`` does not find ``disable`` here.
 """
 
@@ -14,7 +14,8 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from memidex.ranking import (
+from memidex.records.model import Record
+from memidex.search.ranking import (
     COLUMN_WEIGHTS,
     SearchHit,
     SearchQuery,
@@ -22,8 +23,7 @@ from memidex.ranking import (
     query_terms,
     sort_key,
 )
-from memidex.records.model import Record
-from memidex.store import LoadedRecord
+from memidex.store.files import LoadedRecord
 
 __all__ = ["matches_filters", "scan_search"]
 

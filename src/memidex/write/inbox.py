@@ -22,7 +22,6 @@ again. So an item may be applied by any lease holder, any number of times.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import secrets
 import time
@@ -33,12 +32,14 @@ from typing import TYPE_CHECKING, Any
 
 from memidex import errors
 from memidex.errors import InvalidInputError, LeaseError, MemidexError, RecordError
-from memidex.lease import atomic_write, current_process, lease_status, read_json
 from memidex.records.codec import dump_record, parse_record_bytes
+from memidex.store.fsio import atomic_write, dump_json, read_json
+from memidex.write.procs import current_process
+from memidex.write.status import lease_status
 
 if TYPE_CHECKING:
-    from memidex.store import Store
-    from memidex.writer import Change, WriterSession
+    from memidex.store.files import Store
+    from memidex.write.writer import Change, WriterSession
 
 __all__ = [
     "CORRECTIONS_DIR",
@@ -56,10 +57,6 @@ ITEM_SUFFIX = ".item.json"
 DONE_SUFFIX = ".done.json"
 FAILED_SUFFIX = ".failed.json"
 MARKER_MAX_AGE = 3600.0  # markers nobody collected are removed by the next daemon
-
-
-def _dump(data: Any) -> bytes:
-    return (json.dumps(data, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
 
 
 # --- the daemon's presence -------------------------------------------------------------
@@ -84,7 +81,7 @@ def write_daemon_file(queue_dir: Path, epoch: int) -> None:
     queue_dir.mkdir(parents=True, exist_ok=True)
     data = {"pid": me.pid, "pid_start": me.start, "boot_id": me.boot_id, "host": me.host,
             "epoch": epoch, "started": round(time.time(), 3)}
-    atomic_write(queue_dir / DAEMON_FILE, _dump(data), durable=False)
+    atomic_write(queue_dir / DAEMON_FILE, dump_json(data), durable=False)
 
 
 def remove_daemon_file(queue_dir: Path, epoch: int) -> None:
@@ -140,7 +137,7 @@ class Outcome:
 
 
 def encode_change(store: Store, change: Change) -> dict[str, Any]:
-    from memidex.writer import Write
+    from memidex.write.writer import Write
 
     if isinstance(change, Write):
         r = change.record
@@ -151,7 +148,7 @@ def encode_change(store: Store, change: Change) -> dict[str, Any]:
 
 def decode_change(data: Any) -> Change:
     """One queued change back; :class:`InvalidInputError` when it is malformed."""
-    from memidex.writer import Remove, Write
+    from memidex.write.writer import Remove, Write
 
     try:
         op, path, expected = data["op"], data["path"], data.get("expected", False)
@@ -191,7 +188,7 @@ class Queue:
         item_id = f"{time.time_ns():020d}-{os.getpid()}-{secrets.token_hex(4)}"
         data = {"version": 1, "id": item_id, "command": command, "submitter": os.getpid(),
                 "created": round(time.time(), 3), "changes": list(changes)}
-        atomic_write(self.item_path(item_id), _dump(data))
+        atomic_write(self.item_path(item_id), dump_json(data))
         return item_id
 
     def pending(self) -> list[str]:
@@ -214,7 +211,7 @@ class Queue:
         data = {"ok": outcome.ok, "changed": list(outcome.changed), "error": outcome.error,
                 "exit_code": outcome.exit_code, "message": outcome.message,
                 "hint": outcome.hint, "applied_by": os.getpid()}
-        atomic_write(self._marker(item_id, outcome.ok), _dump(data), durable=False)
+        atomic_write(self._marker(item_id, outcome.ok), dump_json(data), durable=False)
         self.drop(item_id)
 
     def drop(self, item_id: str) -> None:

@@ -3,8 +3,8 @@
 Reading never writes. Every write of a record goes through :meth:`Store.stage` and
 :meth:`Store.install`: a uniquely named file in ``staging/`` (``O_EXCL``), written,
 fsynced, then ``os.replace``-d into ``records/<kind>/<id>.md`` and the folder fsynced, so
-a reader sees the old bytes or the new, never a mix. ``os.replace`` appears nowhere else
-in the package (an AST test keeps it so).
+a reader sees the old bytes or the new, never a mix (the file operations are
+:mod:`memidex.store.fsio`'s, the package's one implementation).
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from memidex.config import Config
 from memidex.errors import ConflictError, Problem, RecordError, UnsafePathError
 from memidex.records.ids import ID_RE
 from memidex.records.vocab import KINDS
+from memidex.store import fsio
 
 if TYPE_CHECKING:
     from memidex.records.model import Policy, Record
 
-__all__ = ["DirScan", "FileStat", "LoadedRecord", "StagedFile", "Store", "fsync_dir",
-           "swap_into_place"]
+__all__ = ["DirScan", "FileStat", "LoadedRecord", "StagedFile", "Store"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,23 +63,6 @@ class StagedFile:
     staged: Path
     target: Path
     sha256: str
-
-
-def fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def swap_into_place(src: Path, dst: Path) -> None:
-    """Atomically rename ``src`` over ``dst`` (same folder) and fsync the folder.
-
-    Used for derived files (the index); records go through :meth:`Store.install`.
-    """
-    os.replace(src, dst)
-    fsync_dir(dst.parent)
 
 
 class Store:
@@ -305,18 +288,7 @@ class Store:
         data = dump_record(record).encode("utf-8")
         self.staging_dir.mkdir(parents=True, exist_ok=True)
         staged = self.staging_dir / f"{record.id}.{os.getpid()}.{secrets.token_hex(6)}.md"
-        fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            os.fsync(fd)
-        except BaseException:
-            os.close(fd)
-            staged.unlink(missing_ok=True)
-            raise
-        os.close(fd)
+        fsio.write_new(staged, data)
         return StagedFile(staged, target, content_hash(data))
 
     def install(self, staged: StagedFile, *, expected: str | None | bool = False) -> None:
@@ -333,8 +305,7 @@ class Store:
                     f"{self.rel(staged.target)} changed on disk since it was read; not replaced"
                 )
         staged.target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(staged.staged, staged.target)
-        fsync_dir(staged.target.parent)
+        fsio.swap_into_place(staged.staged, staged.target)
 
     def discard(self, staged: StagedFile) -> None:
         staged.staged.unlink(missing_ok=True)
@@ -342,4 +313,4 @@ class Store:
     def remove(self, relpath: str) -> None:
         path = self.abspath(relpath)
         path.unlink()
-        fsync_dir(path.parent)
+        fsio.fsync_dir(path.parent)

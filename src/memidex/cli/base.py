@@ -1,0 +1,91 @@
+"""What every typer command module shares: the ``app`` and ``knowledge`` groups, the
+``--root`` state and the common options. :mod:`memidex.cli.commands` and
+:mod:`memidex.cli.curate` register their commands on these.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from memidex import __version__
+from memidex.cli.fast import open_memidex
+
+if TYPE_CHECKING:
+    from memidex.app import Memidex
+
+__all__ = ["STATE", "AllProductsOpt", "AnchorOpt", "JsonOpt", "KindOpt", "ProductOpt", "app",
+           "knowledge", "memidex"]
+
+app = typer.Typer(
+    name="memidex",
+    help="A git-native knowledge store for AI testing agents: committed records, a derived "
+    "SQLite index, search and health checks. Records live in "
+    "agent-qa-knowledge/memory/records/; the index is derived and always safe to delete.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+knowledge = typer.Typer(
+    help="Records: search, show, list, check, add, curate (confirm, supersede, deprecate, "
+    "quarantine, release, purge) and rebuild the index.",
+    no_args_is_help=True,
+)
+app.add_typer(knowledge, name="knowledge")
+
+
+class _State:
+    root: Path | None = None
+
+
+STATE = _State()
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")]
+ProductOpt = Annotated[
+    str | None,
+    typer.Option("--product", "-p", help="Product to scope to (default: `product` in "
+                 "memidex.toml)."),
+]
+AllProductsOpt = Annotated[
+    bool, typer.Option("--all-products", help="Search every product (explicitly unscoped).")
+]
+KindOpt = Annotated[
+    list[str] | None,
+    typer.Option("--kind", "-k", help="Only this kind (fact, caution, procedure, unknown); "
+                 "repeatable."),
+]
+AnchorOpt = Annotated[
+    list[str] | None,
+    typer.Option("--anchor", "-a", help="Only records with this anchor (type:value; a "
+                 "trailing * matches a prefix); repeatable."),
+]
+
+
+def _version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"memidex {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    root: Annotated[
+        Path | None,
+        typer.Option("--root", help="Repository root (default: walk up to memidex.toml, "
+                     "else the git top level).", envvar=None),
+    ] = None,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True,
+                           help="Print the version and exit.")
+    ] = False,
+) -> None:
+    STATE.root = root
+
+
+def memidex(*, reading: bool = False, wait: float = 10.0) -> Memidex:
+    """The facade for this command (see :func:`memidex.cli.fast.open_memidex`)."""
+    return open_memidex(STATE.root, reading=reading, wait=wait)

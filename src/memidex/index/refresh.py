@@ -1,0 +1,237 @@
+"""Bringing the index up to date with the files incrementally (SPEC §4).
+
+:func:`detect_changes` asks the staleness check (:mod:`memidex.index.staleness`) which
+files may differ, compares their stat and content hash with the ``files`` table, and
+:func:`refresh` replaces just those files' rows inside one write transaction. Every row is
+a pure function of one file's bytes (:func:`memidex.index.build.file_rows`), so a refresh
+leaves the same rows as a full rebuild (a hypothesis test checks this). SQLite's errors
+leave this module as :class:`memidex.errors.IndexUnavailableError` errors.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass, field
+
+from memidex.errors import Problem
+from memidex.index.build import (
+    INSERT_FILE,
+    INSERT_POLICY,
+    INSERT_PROBLEM,
+    file_rows,
+    flatten,
+    full_snapshot,
+    insert_batch,
+    policy_rows,
+    write_meta,
+)
+from memidex.index.db import IndexDB, file_digest, translating, xor_hex
+from memidex.index.staleness import RACY_NS, Snapshot, suspects
+from memidex.store.files import FileStat, Store
+
+__all__ = ["Changes", "RefreshReport", "detect_changes", "refresh"]
+
+
+@dataclass
+class RefreshReport:
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    method: str = "stat"
+
+    @property
+    def touched(self) -> int:
+        return len(self.added) + len(self.changed) + len(self.deleted)
+
+
+_FILE_COLS = "SELECT path, kind, size, mtime_ns, ino, sha256 FROM files"
+Stored = dict[str, tuple[str, int, int, int, str]]
+
+
+def _stored_files(conn: sqlite3.Connection, prefix: str | None = None) -> Stored:
+    """Stored file rows, all of them or those under the folder ``prefix``."""
+    if prefix is None:
+        rows = conn.execute(_FILE_COLS)
+    else:
+        rows = conn.execute(_FILE_COLS + " WHERE path > ? AND path < ?",
+                            (prefix + "/", prefix + "/\U0010ffff"))
+    return {row[0]: (row[1], row[2], row[3], row[4], row[5]) for row in rows}
+
+
+def _stored_one(conn: sqlite3.Connection, path: str) -> Stored:
+    rows = conn.execute(_FILE_COLS + " WHERE path = ?", (path,))
+    return {row[0]: (row[1], row[2], row[3], row[4], row[5]) for row in rows}
+
+
+@dataclass
+class Changes:
+    """What differs from the index: files to (re)load, paths gone, scan problems."""
+
+    records: list[FileStat] = field(default_factory=list)
+    policies: list[FileStat] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    problems: list[Problem] | None = None  # folder-scan problems, when a full scan ran
+    snapshot: Snapshot | None = None
+    method: str = "stat"
+
+    @property
+    def empty(self) -> bool:
+        return not (self.records or self.policies or self.deleted or self.problems is not None)
+
+
+def _compare(store: Store, stored: Stored, current: list[FileStat], racy_after: int,
+             policies_rel: str, out: Changes, *, always_hash: bool = False) -> None:
+    """Sort ``current`` files against ``stored`` rows: changed ones into ``out``.
+
+    A file whose stat matches is trusted unless it is too recent or ``always_hash``."""
+    for fs in current:
+        kind = "policy" if fs.relpath.startswith(policies_rel + "/") else "record"
+        target = out.policies if kind == "policy" else out.records
+        old = stored.get(fs.relpath)
+        if old is None or old[0] != kind:
+            target.append(fs)
+            continue
+        same_stat = (old[1], old[2], old[3]) == (fs.size, fs.mtime_ns, fs.ino)
+        if same_stat and fs.mtime_ns < racy_after and not always_hash:
+            continue
+        from memidex.records.digest import content_hash
+
+        try:
+            sha = content_hash(store.read_bytes(fs.relpath))
+        except OSError:
+            target.append(fs)
+            continue
+        if sha != old[4] or not same_stat:
+            target.append(fs)
+
+
+def detect_changes(store: Store, db: IndexDB) -> Changes:
+    """Compare the files with what the index was built from (git or stat, then hash)."""
+    snap = Snapshot.from_json(db.meta().get("snapshot"))
+    racy_after = (snap.scan_ns if snap else 0) - RACY_NS
+    tops = [store.records_rel, store.policies_rel]
+    conn = db.conn
+    sus = suspects(str(store.root), tops, snap)
+    out = Changes(method=sus.method)
+    if not sus.full:
+        paths = sorted(p for p in sus.paths if _watched(store, p))
+        if not any(os.path.islink(os.path.join(store.root, p)) for p in paths):
+            for path in paths:
+                fs = store.stat_file(path)
+                stored = _stored_one(conn, path)
+                if fs is None:
+                    out.deleted.extend(stored)
+                else:
+                    _compare(store, stored, [fs], racy_after, store.policies_rel, out,
+                             always_hash=path in sus.verify)
+            out.deleted.sort()
+            out.snapshot = sus.snapshot
+            return out
+    records, policies, problems, dirs = store.scan_all()
+    stored_all = _stored_files(conn)
+    seen = {f.relpath for f in records} | {f.relpath for f in policies}
+    _compare(store, stored_all, [*records, *policies], racy_after, store.policies_rel, out)
+    out.deleted = sorted(p for p in stored_all if p not in seen)
+    if _scan_problems_differ(conn, problems):
+        out.problems = problems
+    out.snapshot = full_snapshot(store, [*records, *policies], dirs)
+    out.method = out.snapshot.method
+    return out
+
+
+def _watched(store: Store, path: str) -> bool:
+    """A path a reported change can matter for: a record or a policy file."""
+    if any(part.startswith(".") for part in path.split("/")):
+        return False
+    if path.startswith(store.records_rel + "/") and path.endswith(".md"):
+        return True
+    folder = path.rsplit("/", 1)[0]
+    return folder == store.policies_rel and path.endswith((".yaml", ".yml"))
+
+
+def _scan_problems_differ(conn: sqlite3.Connection, problems: list[Problem]) -> bool:
+    """Do the folder-scan problems (line 0, no file row) differ from the stored ones?"""
+    rows = conn.execute(
+        "SELECT path, line, reason FROM problems WHERE line = 0 AND path NOT IN "
+        "(SELECT path FROM files)").fetchall()
+    return sorted(rows) != sorted((p.path, p.line, p.reason) for p in problems)
+
+
+def _delete_path(conn: sqlite3.Connection, path: str) -> int:
+    """Remove every row a file contributed; returns its fingerprint share (0 if none)."""
+    row = conn.execute("SELECT sha256, record_rowid FROM files WHERE path = ?",
+                       (path,)).fetchone()
+    if row is None:
+        conn.execute("DELETE FROM problems WHERE path = ?", (path,))
+        return 0
+    sha, rowid = row
+    if rowid is not None:
+        rec = conn.execute("SELECT title, body, anchors FROM records WHERE rowid = ?",
+                           (rowid,)).fetchone()
+        if rec is not None:
+            title, body, anchors = rec
+            conn.execute(
+                "INSERT INTO records_fts(records_fts, rowid, title, body, anchors)"
+                " VALUES('delete', ?, ?, ?, ?)", (rowid, title, body, anchors))
+            conn.executemany("DELETE FROM anchors WHERE anchor = ? AND record_rowid = ?",
+                             [(a, rowid) for a in anchors.split("\n")])
+            conn.execute("DELETE FROM edges WHERE record_rowid = ?", (rowid,))
+            conn.execute("DELETE FROM records WHERE rowid = ?", (rowid,))
+    conn.execute("DELETE FROM policies WHERE path = ?", (path,))
+    conn.execute("DELETE FROM problems WHERE path = ?", (path,))
+    conn.execute("DELETE FROM files WHERE path = ?", (path,))
+    return file_digest(path, sha)
+
+
+def _racy(snap: Snapshot) -> bool:
+    """Was something too recent to trust at that look (so a later look should be kept)?"""
+    limit = snap.scan_ns - RACY_NS
+    return snap.git_index_mtime >= limit or any(m >= limit for m in snap.dirs.values())
+
+
+@translating
+def refresh(store: Store, db: IndexDB) -> RefreshReport:
+    """Bring the index up to date with the files, touching only what changed."""
+    changes = detect_changes(store, db)
+    report = RefreshReport(method=changes.method)
+    conn = db.conn
+    snapshot = changes.snapshot
+    assert snapshot is not None
+    if changes.empty:
+        old = Snapshot.from_json(db.meta().get("snapshot"))
+        if old is not None and old.same_state(snapshot) and not _racy(old):
+            return report  # nothing changed, nothing to remember: no write at all
+        with db.begin_write():
+            write_meta(conn, {"snapshot": snapshot.to_json()})
+        return report
+    stored_paths = {p for fs in (*changes.records, *changes.policies)
+                    for p in _stored_one(conn, fs.relpath)}
+    record_rows = [file_rows(store, fs) for fs in changes.records]
+    frows, prows, pproblems = policy_rows(store, changes.policies)
+    with db.begin_write():
+        fp = int(db.meta().get("fingerprint", "0"), 16)
+        for path in changes.deleted:
+            fp ^= _delete_path(conn, path)
+        for fs in (*changes.records, *changes.policies):
+            fp ^= _delete_path(conn, fs.relpath)
+        if changes.problems is not None:
+            conn.execute("DELETE FROM problems WHERE line = 0 AND path NOT IN "
+                         "(SELECT path FROM files)")
+            conn.executemany(INSERT_PROBLEM, sorted({(p.path, p.line, p.reason)
+                                                      for p in changes.problems}))
+        next_rowid = int(conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM records")
+                         .fetchone()[0])
+        batch = flatten(record_rows, next_rowid, dense=True)
+        insert_batch(conn, batch)
+        conn.executemany(INSERT_FILE, frows)
+        conn.executemany(INSERT_POLICY, prows)
+        conn.executemany(INSERT_PROBLEM, pproblems)
+        fp ^= batch.fingerprint
+        for f in frows:
+            fp ^= file_digest(f[0], f[5])
+        write_meta(conn, {"fingerprint": xor_hex(fp), "snapshot": snapshot.to_json()})
+    for fs in (*changes.records, *changes.policies):
+        (report.changed if fs.relpath in stored_paths else report.added).append(fs.relpath)
+    report.deleted = changes.deleted
+    return report

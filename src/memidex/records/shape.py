@@ -1,0 +1,56 @@
+"""The one dictionary shape of a record that ``--json`` prints and the MCP server returns.
+
+A listing row (:func:`summary`) is the record's first keys; :func:`record_dict` adds the
+rest. The index's rows and a record read from its file give the same dictionary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # a search on the index reads no record file: no model import
+    from memidex.records.model import Record
+
+__all__ = ["record_dict", "summary", "summary_of"]
+
+
+def summary(*, id: str, path: str, kind: str, status: str, product: str, anchor: str,
+            title: str, anchors: Sequence[str], source: str, confirmations: int,
+            contradictions: int, last_confirmed: int | None, valid_from: int,
+            valid_until: int | None) -> dict[str, Any]:
+    """A listing row: identity, title, every anchor (main first), trust and window."""
+    return {
+        "id": id, "path": path, "kind": kind, "status": status, "product": product,
+        "anchor": anchor, "title": title, "anchors": list(anchors),
+        "trust": {"source": source, "confirmations": confirmations,
+                  "contradictions": contradictions, "last_confirmed": last_confirmed},
+        "valid": {"from": valid_from, "until": valid_until},
+    }
+
+
+def summary_of(r: Record, path: str) -> dict[str, Any]:
+    """:func:`summary` of a parsed record."""
+    t = r.trust
+    return summary(id=r.id, path=path, kind=r.kind, status=r.status, product=r.product,
+                   anchor=r.anchor, title=r.title, anchors=r.all_anchors, source=t.source,
+                   confirmations=t.confirmations, contradictions=t.contradictions,
+                   last_confirmed=t.last_confirmed, valid_from=r.valid.from_,
+                   valid_until=r.valid.until)
+
+
+def record_dict(r: Record, path: str) -> dict[str, Any]:
+    """Everything a record holds: :func:`summary_of` plus scope, body, relations,
+    evidence and history. ``anchors`` lists the further anchors only (main excluded)."""
+    out = summary_of(r, path)
+    out["anchors"] = list(r.anchors)
+    rel = r.relations
+    out.update({
+        "scope": dict(r.scope), "body": r.body,
+        "relations": {"supersedes": list(rel.supersedes), "superseded_by": rel.superseded_by,
+                      "cites": list(rel.cites), "contradicts": list(rel.contradicts)},
+        "evidence": [dict(e) for e in r.evidence],
+        "history": [{"valid": {"from": h.valid.from_, "until": h.valid.until},
+                     "title": h.title, "body": h.body} for h in r.history],
+    })
+    return out

@@ -1,0 +1,121 @@
+"""The one implementation of crash-safe file writes (RELIABILITY.md, "Atomic replace").
+
+Every file memidex writes — a record, the journal, the lease's copies, the index swapped
+into place — is written to a uniquely named temp file (``O_EXCL``) in the same folder,
+fsynced, ``os.replace``-d over the target, and the folder fsynced, so a reader sees the
+old bytes or the new, never a mix. ``os.replace`` appears nowhere else in the package (an
+AST test keeps it so).
+
+The module reaches the operating system through its module-level name ``os`` only, so
+that fault-injection tests (:mod:`memidex._testing`) can swap that one name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+__all__ = ["append", "atomic_write", "dump_json", "fsync_dir", "fsync_file", "read_int",
+           "read_json", "swap_into_place", "temp_name", "write_new"]
+
+
+def dump_json(data: Any, *, indent: int | None = None) -> bytes:
+    """The one JSON form of memidex's state files: sorted keys, UTF-8, newline-terminated."""
+    return (json.dumps(data, ensure_ascii=False, sort_keys=True, indent=indent)
+            + "\n").encode("utf-8")
+
+
+def fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def swap_into_place(src: Path, dst: Path) -> None:
+    """Atomically rename ``src`` over ``dst`` (same file system) and fsync ``dst``'s folder."""
+    os.replace(src, dst)
+    fsync_dir(dst.parent)
+
+
+def write_new(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Create ``path`` (it must not exist: ``O_EXCL``) holding ``data``; fsync it if durable.
+
+    A failure removes the partial file and re-raises.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        if durable:
+            os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        path.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+
+
+def append(path: Path, data: bytes) -> None:
+    """Append ``data`` to ``path`` (created when missing) with one ``O_APPEND`` write loop.
+
+    Not fsynced: callers use it for marks whose loss only costs a replay.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+
+
+def temp_name(path: Path, suffix: str = ".tmp") -> Path:
+    """A unique name beside ``path`` for a file that will replace it."""
+    import secrets  # imports hashlib and OpenSSL: kept off the search path
+
+    return path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}{suffix}")
+
+
+def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Write ``data`` to a unique temp file beside ``path`` and swap it into place.
+
+    ``durable`` (the default) fsyncs the file before the swap; informational copies
+    (``.lease``, ``daemon.json``) skip that and are still never seen half-written.
+    """
+    tmp = temp_name(path)
+    write_new(tmp, data, durable=durable)
+    try:
+        swap_into_place(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """A JSON object from a small state file, or None if it is missing or not one."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def read_int(path: Path) -> int:
+    """A non-negative integer from a small state file; 0 when missing or unreadable."""
+    try:
+        return max(0, int(path.read_text(encoding="utf-8").strip()))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return 0

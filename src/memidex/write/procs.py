@@ -1,0 +1,76 @@
+"""Who a process is, in a way that survives pid reuse and reboots; whether it still runs.
+
+Used by the lease (is the holder alive?), the journal (is a change set's owner alive?) and
+the daemon's inbox (is the daemon alive?).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ProcessId", "boot_id", "current_process", "host_name", "pid_start_time",
+           "process_alive"]
+
+
+@cache
+def boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
+    except OSError:
+        return ""
+
+
+@cache
+def host_name() -> str:
+    return socket.gethostname()
+
+
+def pid_start_time(pid: int) -> int | None:
+    """Field 22 of ``/proc/<pid>/stat`` (start time in clock ticks); None if dead or a zombie."""
+    try:
+        data = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    rest = data[data.rindex(b")") + 2 :].split()
+    if rest[0] in (b"Z", b"X"):
+        return None
+    return int(rest[19])
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessId:
+    """Who a process is, in a way that survives pid reuse and reboots."""
+
+    pid: int
+    start: int | None
+    boot_id: str
+    host: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"pid": self.pid, "pid_start": self.start, "boot_id": self.boot_id,
+                "host": self.host}
+
+
+def current_process() -> ProcessId:
+    pid = os.getpid()
+    return ProcessId(pid, pid_start_time(pid), boot_id(), host_name())
+
+
+def process_alive(pid: int | None, start: int | None, boot: str | None,
+                  host: str | None) -> bool:
+    """Whether that process still runs. On another host we cannot tell: assume alive."""
+    if pid is None:
+        return False
+    if host is not None and host != host_name():
+        return True
+    if boot and boot_id() and boot != boot_id():
+        return False
+    now = pid_start_time(pid)
+    if now is None:
+        return False
+    return start is None or now == start
