@@ -3,7 +3,9 @@
     python tests/lease_driver.py ROOT COMMAND [options]
 
 Commands: ``write`` (records PREFIX-0..N-1, ``--per-session`` writes per lease grant),
-``apply`` (the fixed change set of the crash tests), ``hold`` (hold the lease for a
+``apply`` (the fixed change set of the crash tests; ``--run-id``, ``--ordinal``),
+``pairs`` (``--count`` change sets of two records, PREFIX-a and PREFIX-b, both titled
+with the same generation), ``hold`` (hold the lease for a
 while), ``recover`` (acquire and release: replays the journal), ``curate`` (model steps
 with saved answers; every model call appends a line to ``--calls``).
 
@@ -224,8 +226,18 @@ def run(args: argparse.Namespace) -> None:
     elif args.command == "apply":
         with session() as w:
             granted(w)
-            results = w.apply(change_set(store), command="crash-test")
+            results = w.apply(change_set(store), command="crash-test", run_id=args.run_id,
+                              ordinal=args.ordinal)
             emit("wrote", results=results, epoch=w.epoch)
+    elif args.command == "pairs":
+        # Change sets of two records whose titles carry the same generation: a reader
+        # that sees the two disagree saw half a change set.
+        with session() as w:
+            granted(w)
+            for gen in range(args.version, args.version + args.count):
+                w.apply([Write(make_record(f"{args.prefix}-a", gen)),
+                         Write(make_record(f"{args.prefix}-b", gen))], command="pairs")
+                emit("wrote", generation=gen)
     elif args.command == "hold":
         with session() as w:
             granted(w)
@@ -257,13 +269,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="lease_driver")
     parser.add_argument("root")
     parser.add_argument("command", choices=["write", "setup", "apply", "hold", "recover",
-                                            "curate"])
+                                            "curate", "pairs"])
     parser.add_argument("--prefix", default="rec")
     parser.add_argument("--count", type=int, default=1)
     parser.add_argument("--per-session", type=int, default=1)
     parser.add_argument("--version", type=int, default=1)
     parser.add_argument("--seconds", type=float, default=1.0)
     parser.add_argument("--calls", default="calls.log")
+    parser.add_argument("--run-id", default=None)
+    parser.add_argument("--ordinal", type=int, default=None)
     parser.add_argument("--ttl", type=float, default=None)
     parser.add_argument("--wait", type=float, default=30.0)
     parser.add_argument("--busy-timeout", type=float, default=5.0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import shutil
 import subprocess
 from collections import Counter
@@ -28,6 +29,7 @@ from lease_driver import (
 from memidex._testing import STEPS, crash_at, inject_io_fault
 from memidex.errors import ConflictError, LeaseError, UnsafePathError
 from memidex.records.codec import content_hash
+from memidex.write.ledger import Ledger
 from memidex.write.status import lease_status
 from memidex.write.writer import writer_session
 
@@ -165,6 +167,12 @@ def test_io_fault_at_each_call_fails_cleanly_and_a_retry_gives_the_clean_result(
             w.apply(change_set(store))
         assert snapshot(root) == FINAL, k
         assert_clean(root)
+        # The ledger: one line per landed change set (3 of the base, this one), never two.
+        ledger = Ledger(store.queue_dir)
+        lines = [x for x in map(json.loads, ledger.file.read_bytes().splitlines())
+                 if x["type"] == "change"]
+        assert len(lines) == 4 and len({x["id"] for x in lines}) == 4, k
+        assert ledger.scan()[1].damaged_lines == 0, k
         if not fired:
             assert failed is None
             break

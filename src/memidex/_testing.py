@@ -23,16 +23,17 @@ STEPS: tuple[str, ...] = (
     "acquire.copies",     # 2  .epoch/.lease replaced, grant not committed
     "acquire.committed",  # 3  grant committed
     "recover.cleaned",    # 4  staging of older epochs removed, journal not replayed
-    "journal.written",    # 5  change set durable in queue/journal/
-    "write.staged",       # 6  the staged file is written and fsynced
-    "write.begun",        # 7  BEGIN IMMEDIATE held (the fence)
+    "journal.written",    # 5  change set (and the ledger's before/after bytes) durable
+    "write.staged",       # 6  one staged file written and fsynced (all staged first)
+    "write.begun",        # 7  visibility lock held exclusively, BEGIN IMMEDIATE (the fence)
     "write.checked",      # 8  epoch and token re-read and still ours
-    "write.installed",    # 9  os.replace done and folder fsynced
-    "write.recorded",     # 10 step inserted into `applied`, not committed
-    "write.committed",    # 11 committed
-    "journal.marked",     # 12 step marked done in the journal
-    "journal.finished",   # 13 change set removed from the journal
-    "release.begun",      # 14 about to clear the holder
+    "write.installed",    # 9  one op's os.replace (or unlink) done, folder fsynced
+    "write.recorded",     # 10 that op inserted into `applied`, not committed
+    "write.committed",    # 11 committed (every op of the change set at once)
+    "ledger.written",     # 12 the change set's ledger entry appended and fsynced
+    "journal.marked",     # 13 the ops marked done in the journal
+    "journal.finished",   # 14 change set removed from the journal
+    "release.begun",      # 15 about to clear the holder
 )
 """The numbered protocol steps, in the order one session passes them."""
 

@@ -34,6 +34,8 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
+from memidex.store import visibility
+
 __all__ = ["MAX_GIT_SUSPECTS", "RACY_NS", "Snapshot", "Suspects", "discard_prefetch",
            "prefetch", "suspects", "take_snapshot"]
 
@@ -107,7 +109,7 @@ def _git(root: str, *args: str) -> str | None:
     return out.stdout.decode("utf-8", "surrogateescape")
 
 
-_PREFETCHED: dict[tuple[str, tuple[str, ...]], subprocess.Popen[bytes]] = {}
+_PREFETCHED: dict[tuple[str, tuple[str, ...]], tuple[subprocess.Popen[bytes], str]] = {}
 
 
 def prefetch(root: str, tops: list[str]) -> None:
@@ -118,25 +120,37 @@ def prefetch(root: str, tops: list[str]) -> None:
     key = (root, tuple(tops))
     if key in _PREFETCHED or not os.path.isdir(os.path.join(root, ".git")):
         return
+    # The visibility generation now: if a change set lands before the caller takes the
+    # shared lock, git may have seen part of it, and its answer is not used.
+    gen = visibility.generation(_knowledge(root, tops))
     try:
-        _PREFETCHED[key] = subprocess.Popen(
+        _PREFETCHED[key] = (subprocess.Popen(
             ["git", "--no-optional-locks", "diff-files", "--name-only", "-z", "--", *tops],
             cwd=root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"})
+            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}), gen)
     except OSError:
         return
 
 
+def _knowledge(root: str, tops: list[str]) -> str:
+    """The knowledge folder: the parent of the records folder, ``tops[0]``."""
+    return os.path.join(root, os.path.dirname(tops[0]))
+
+
 def discard_prefetch(root: str) -> None:
     for key in [k for k in _PREFETCHED if k[0] == root]:
-        proc = _PREFETCHED.pop(key)
+        proc, _ = _PREFETCHED.pop(key)
         proc.communicate()
 
 
-def _diff_files(root: str, tops: list[str]) -> set[str] | None:
-    proc = _PREFETCHED.pop((root, tuple(tops)), None)
-    if proc is None:
+def _diff_files(root: str, tops: list[str], generation: str | None = None) -> set[str] | None:
+    prefetched = _PREFETCHED.pop((root, tuple(tops)), None)
+    if prefetched is not None and generation is not None and prefetched[1] != generation:
+        prefetched[0].communicate()  # asked before a change set landed: ask again
+        prefetched = None
+    if prefetched is None:
         return _names(_git(root, "diff-files", "--name-only", "-z", "--", *tops))
+    proc = prefetched[0]
     out, _ = proc.communicate(timeout=60)
     if proc.returncode != 0:
         return None
@@ -218,8 +232,10 @@ def _finish(proc: subprocess.Popen[bytes] | None) -> set[str] | None:
     return None if proc.returncode != 0 else _names(out.decode("utf-8", "surrogateescape"))
 
 
-def suspects(root: str, tops: list[str], snap: Snapshot | None) -> Suspects:
-    """The paths to look at since ``snap`` (see the module docstring)."""
+def suspects(root: str, tops: list[str], snap: Snapshot | None, *,
+             generation: str | None = None) -> Suspects:
+    """The paths to look at since ``snap`` (see the module docstring). ``generation``:
+    the visibility generation the caller holds the shared lock under."""
     if snap is None or snap.method != "git":
         return Suspects(method="stat", full=True, reason="no git snapshot")
     now = time.time_ns()
@@ -240,7 +256,8 @@ def suspects(root: str, tops: list[str], snap: Snapshot | None) -> Suspects:
     lister = _start(root, "ls-files", "-z", "--others", "--exclude-standard", "--",
                     *moved) if moved else None
     try:
-        return _suspects(root, tops, snap, now, racy_after, dirs, moved, lister)
+        return _suspects(root, tops, snap, now, racy_after, dirs, moved, lister,
+                         generation)
     finally:
         if lister is not None and lister.returncode is None:
             lister.communicate()
@@ -248,9 +265,9 @@ def suspects(root: str, tops: list[str], snap: Snapshot | None) -> Suspects:
 
 def _suspects(root: str, tops: list[str], snap: Snapshot, now: int, racy_after: int,
               dirs: dict[str, int], moved: list[str],
-              lister: subprocess.Popen[bytes] | None) -> Suspects:
+              lister: subprocess.Popen[bytes] | None, generation: str | None) -> Suspects:
     index_mtime, head = _index_mtime_and_head(root)
-    modified = _diff_files(root, tops)
+    modified = _diff_files(root, tops, generation)
     if index_mtime is None or modified is None:
         return Suspects(method="stat", full=True, reason="git is not available here")
     paths = modified | set(snap.named) | set(snap.untracked)

@@ -17,8 +17,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["append", "atomic_write", "dump_json", "fsync_dir", "fsync_file", "read_int",
-           "read_json", "swap_into_place", "temp_name", "write_new"]
+__all__ = ["append", "append_durable", "atomic_write", "dump_json", "fsync_dir", "fsync_file",
+           "read_int", "read_json", "swap_into_place", "temp_name", "write_new"]
 
 
 def dump_json(data: Any, *, indent: int | None = None) -> bytes:
@@ -80,6 +80,22 @@ def append(path: Path, data: bytes) -> None:
             view = view[os.write(fd, view):]
     finally:
         os.close(fd)
+
+
+def append_durable(path: Path, data: bytes) -> None:
+    """Append ``data`` to ``path`` (created when missing) and fsync it (and, when it was
+    created, its folder): a line that must survive the process, like a ledger entry."""
+    created = not os.path.exists(path)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    if created:
+        fsync_dir(path.parent)
 
 
 def temp_name(path: Path, suffix: str = ".tmp") -> Path:

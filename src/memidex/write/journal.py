@@ -5,6 +5,8 @@ Layout under the knowledge folder's ``queue/`` (ignored by git, derived):
 * ``journal/<id>.json`` — one change set (one command's writes), written and fsynced
   *before* any of its writes runs: for each op the path, the content hash it expects to
   find (``before``), the hash it leaves (``after``) and the canonical text.
+  It also carries the run id and ordinal the change set was written for (the ledger,
+  :mod:`memidex.write.ledger`, keeps them once it landed).
 * ``journal/<id>.done`` — append-only, one fsynced JSON line per step committed.
 * ``journal/abandoned/`` — change sets that could not be finished (someone edited a file
   they were about to replace); kept for a person to look at.
@@ -26,7 +28,7 @@ import os
 import secrets
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +76,8 @@ class ChangeSet:
     step: str | None = None
     created: float = 0.0
     done: frozenset[int] = field(default_factory=frozenset)
+    run_id: str | None = None  # the learning run that wrote it (the ledger keeps it)
+    ordinal: int | None = None  # that run's ordinal, when known
 
     def step_id(self, index: int) -> str:
         """The id of op ``index`` in the authority DB's ``applied`` table."""
@@ -83,7 +87,7 @@ class ChangeSet:
         o = self.owner
         return {
             "version": 1, "id": self.id, "command": self.command, "step": self.step,
-            "created": self.created,
+            "created": self.created, "run_id": self.run_id, "ordinal": self.ordinal,
             "owner": {"pid": o.pid, "pid_start": o.pid_start, "boot_id": o.boot_id,
                       "host": o.host, "epoch": o.epoch},
             "ops": [op.as_dict() for op in self.ops],
@@ -104,6 +108,8 @@ def _from_dict(data: Any) -> ChangeSet:
         owner=Owner(int(owner["pid"]), owner.get("pid_start"), str(owner.get("boot_id", "")),
                     str(owner.get("host", "")), int(owner["epoch"])),
         ops=ops, step=data.get("step"), created=float(data.get("created", 0.0)),
+        run_id=None if data.get("run_id") is None else str(data["run_id"]),
+        ordinal=None if data.get("ordinal") is None else int(data["ordinal"]),
     )
 
 
@@ -122,11 +128,13 @@ class Journal:
     # --- change sets ---
 
     def begin(self, command: str, ops: Sequence[Op], owner: Owner,
-              step: str | None = None) -> ChangeSet:
+              step: str | None = None, *, run_id: str | None = None,
+              ordinal: int | None = None) -> ChangeSet:
         """Write the change set durably before any of it runs."""
         self.dir.mkdir(parents=True, exist_ok=True)
         cs_id = f"{time.time_ns():020d}-{os.getpid()}-{secrets.token_hex(4)}"
-        cs = ChangeSet(cs_id, command, owner, tuple(ops), step, round(time.time(), 3))
+        cs = ChangeSet(cs_id, command, owner, tuple(ops), step, round(time.time(), 3),
+                       run_id=run_id, ordinal=ordinal)
         atomic_write(self.dir / f"{cs_id}.json", dump_json(cs.as_dict()))
         return cs
 
@@ -175,8 +183,7 @@ class Journal:
             except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
                 self._quarantine(path)
                 continue
-            out.append(ChangeSet(cs.id, cs.command, cs.owner, cs.ops, cs.step, cs.created,
-                                 self.done_steps(cs)))
+            out.append(replace(cs, done=self.done_steps(cs)))
         return out
 
     def _plan_files(self) -> list[Path]:

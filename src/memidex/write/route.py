@@ -54,7 +54,8 @@ def refuse_under_daemon(store: Store, command: str) -> None:
 
 def apply_changes(store: Store, changes: Sequence[Change], *, command: str, wait: float,
                   ttl: float, refuse_daemon: bool = False,
-                  after: Callable[[WriterSession], None] | None = None) -> list[bool]:
+                  after: Callable[[WriterSession], None] | None = None,
+                  run_id: str | None = None, ordinal: int | None = None) -> list[bool]:
     """Apply ``changes`` as one change set; per change, whether it wrote.
 
     Without a daemon: under the writer lease, waiting up to ``wait`` seconds (with
@@ -62,6 +63,8 @@ def apply_changes(store: Store, changes: Sequence[Change], *, command: str, wait
     for it and wait up to ``wait`` seconds for its marker (``refuse_daemon``: refuse at
     once instead, exit 3). If the daemon goes away meanwhile, apply the queued item here.
     ``after`` runs inside the session once the changes landed (never through a daemon).
+    ``run_id`` and ``ordinal`` name the learning run the change set belongs to; the change
+    ledger keeps them (a change set handed to a daemon does not carry them yet).
     """
     from memidex.write.inbox import Queue, apply_item, encode_change, live_daemon
     from memidex.write.writer import writer_session
@@ -93,7 +96,8 @@ def apply_changes(store: Store, changes: Sequence[Change], *, command: str, wait
         try:
             with writer_session(store, wait=min(remaining, _SLICE), ttl=ttl) as session:
                 if item_id is None:
-                    done = session.apply(changes, command=command)
+                    done = session.apply(changes, command=command, run_id=run_id,
+                                         ordinal=ordinal)
                     if after is not None:
                         after(session)
                     return done
@@ -113,9 +117,12 @@ def apply_changes(store: Store, changes: Sequence[Change], *, command: str, wait
 def purge_traces(store: Store, record_id: str) -> list[str]:
     """Remove every file under ``queue/`` that mentions ``record_id``: queued corrections
     and their markers, abandoned and finished journal entries, saved model steps,
-    proposals. Change sets still owned by a live (paused) writer are left to it.
-    Call it while holding the lease. Returns the removed paths (root-relative)."""
+    proposals. Change sets still owned by a live (paused) writer are left to it. The
+    change ledger forgets the record (its ops and saved bytes; the rest of the ledger
+    stays). Call it while holding the lease. Returns the removed paths (root-relative),
+    the ledger's blobs not among them."""
     from memidex.write.journal import Journal
+    from memidex.write.ledger import Ledger
 
     needle = record_id.encode("utf-8")
     journal = Journal(store.queue_dir)
@@ -123,9 +130,13 @@ def purge_traces(store: Store, record_id: str) -> list[str]:
     for cs in journal.pending():
         if cs.owner.pid != os.getpid() and cs.owner.alive():
             live_plans.update({f"{cs.id}.json", f"{cs.id}.done"})
+    ledger = Ledger(store.queue_dir)
+    ledger.purge(record_id)
     removed: list[str] = []
-    for folder, _dirs, files in os.walk(store.queue_dir):
+    for folder, dirs, files in os.walk(store.queue_dir):
         here = Path(folder)
+        if here == store.queue_dir and ledger.dir.name in dirs:
+            dirs.remove(ledger.dir.name)  # done above: never the whole ledger
         for name in sorted(files):
             path = here / name
             if (here == journal.dir and name in live_plans) or (

@@ -9,11 +9,15 @@
 A session holds the writer lease (``memidex.write.lease``), heartbeats while open and releases
 on exit. On entry it removes staging left by older epochs and finishes the change sets a
 crashed writer left in the journal (``memidex.write.journal``), so the result equals an
-uninterrupted run. Each write: plan (skip when the file already holds an equal record) →
-journal the change set (fsynced) → per op: stage (unique file, fsynced) →
-``BEGIN IMMEDIATE`` → re-check epoch and token (changed: roll back, discard, FencedError)
-→ step already applied: discard → ``os.replace`` (ConflictError when someone edited the
-file: never clobbered) → insert into ``applied`` → COMMIT → mark done in the journal.
+uninterrupted run. Each change set: plan (skip files that already hold an equal record) →
+save the bytes before and after in the ledger's blobs (``memidex.write.ledger``) → journal
+it (fsynced) → stage every write (unique files, fsynced) → take the visibility lock
+exclusively (``memidex.store.visibility``) → ``BEGIN IMMEDIATE`` → re-check epoch and token
+(changed: roll back, discard, FencedError) → check every op (a file changed meanwhile:
+ConflictError, nothing installed) → ``os.replace`` / unlink each, insert each into
+``applied`` → ONE COMMIT → unlock → append the ledger entry (fsynced) → mark done and
+forget it in the journal. Readers holding the visibility lock shared see all of a change
+set or none of it.
 
 Test hooks live in :mod:`memidex._testing`: ``crash_at`` makes the process
 ``os._exit(137)`` at a numbered step; ``inject_io_fault`` makes the k-th ``write``,
@@ -32,13 +36,15 @@ from pathlib import Path
 from typing import Any
 
 from memidex._testing import step
-from memidex.errors import ConflictError, LeaseError, RecordError, UnsafePathError
+from memidex.errors import ConflictError, LeaseError, RecordError
 from memidex.records.codec import content_hash, dump_record, parse_record_bytes
 from memidex.records.model import Record
+from memidex.store import visibility
 from memidex.store.files import StagedFile, Store
 from memidex.store.fsio import fsync_dir
 from memidex.write.journal import ChangeSet, Journal, Op, Owner
-from memidex.write.lease import Lease
+from memidex.write.lease import Fenced, Lease
+from memidex.write.ledger import Entry, Ledger, LedgerOp, record_id_of
 
 __all__ = [
     "Change",
@@ -82,15 +88,21 @@ class Recovery:
     replayed: list[str] = field(default_factory=list)  # change set ids finished
     skipped_live: list[str] = field(default_factory=list)  # owned by a live process
     abandoned: list[str] = field(default_factory=list)  # conflicts, moved aside
+    settled: list[str] = field(default_factory=list)  # interrupted installs marked done
 
 
 class WriterSession:
     """Fenced writes while holding the lease; create it with :func:`writer_session`."""
 
-    def __init__(self, store: Store, lease: Lease, journal: Journal) -> None:
+    install_wait = 30.0
+    """Seconds an install waits for readers holding the visibility lock."""
+
+    def __init__(self, store: Store, lease: Lease, journal: Journal,
+                 ledger: Ledger | None = None) -> None:
         self.store = store
         self.lease = lease
         self.journal = journal
+        self.ledger = ledger if ledger is not None else Ledger(store.queue_dir)
         self.recovery = Recovery()
         self._open = True
         self._touched = False
@@ -112,31 +124,43 @@ class WriterSession:
         return self.apply([Remove(relpath, expected)], command="remove")[0]
 
     def apply(self, changes: Sequence[Change], *, command: str = "",
-              step_id: str | None = None) -> list[bool]:
+              step_id: str | None = None, run_id: str | None = None,
+              ordinal: int | None = None) -> list[bool]:
         """Apply ``changes`` as one journaled change set; per change, whether it wrote.
 
         ``step_id`` names a model step (:meth:`Journal.save_answer`) that this change set
-        completes; it is marked done once the change set committed.
+        completes; it is marked done once the change set committed. ``run_id`` and
+        ``ordinal`` name the learning run it belongs to; the ledger keeps them.
         """
         self._check_open()
         ops: list[Op] = []
         results: list[bool] = []
+        contents: list[bytes] = []
         for change in changes:
-            op = self._plan(change)
-            results.append(op is not None)
-            if op is not None:
+            planned = self._plan(change)
+            results.append(planned is not None)
+            if planned is not None:
+                op, current = planned
                 ops.append(op)
+                if current is not None:
+                    contents.append(current)
+                if op.data is not None:
+                    contents.append(op.data.encode("utf-8"))
         if not ops:
             if step_id is not None:
                 self.journal.mark_step_done(step_id)
             return results
+        # The bytes before and after, durable before the change set is: whatever happens
+        # to the files later, the ledger can give back what each write replaced.
+        self.ledger.save_blobs(contents)
         me = self.lease.me
         owner = Owner(me.pid, me.start, me.boot_id, me.host, self.epoch)
-        cs = self.journal.begin(command, ops, owner, step_id)
+        cs = self.journal.begin(command, ops, owner, step_id, run_id=run_id,
+                                ordinal=ordinal)
         step("journal.written")
         self._touched = False
         try:
-            self._run(cs)
+            self._run(cs, replay=False)
         except ConflictError as exc:
             with contextlib.suppress(OSError):
                 if self._touched:
@@ -169,7 +193,8 @@ class WriterSession:
         if self.lease.lost:
             raise self.lease.lost_error()
 
-    def _plan(self, change: Change) -> Op | None:
+    def _plan(self, change: Change) -> tuple[Op, bytes | None] | None:
+        """The op for ``change`` and the bytes it replaces; None when there is nothing to do."""
         store = self.store
         if isinstance(change, Write):
             target = store.record_path(change.record.kind, change.record.id)
@@ -185,79 +210,107 @@ class WriterSession:
                     if parse_record_bytes(current, relpath) == change.record:
                         return None
             self._expect(change.expected, before, relpath)
-            return Op("write", relpath, before, content_hash(data.encode("utf-8")), data)
-        path = self._record_file(change.relpath)
-        before = store.current_hash(path)
-        if before is None:
+            op = Op("write", relpath, before, content_hash(data.encode("utf-8")), data)
+            return op, current
+        path = self.store.record_file(change.relpath)
+        try:
+            current = path.read_bytes()
+        except FileNotFoundError:
             return None
+        before = content_hash(current)
         self._expect(change.expected, before, change.relpath)
-        return Op("remove", store.rel(path), before)
-
-    def _record_file(self, relpath: str) -> Path:
-        path = self.store.abspath(relpath)
-        records = self.store.records_dir.resolve()
-        if not path.name.endswith(".md") or not path.parent.resolve().is_relative_to(records):
-            raise UnsafePathError(f"{relpath!r} is not a record file of this knowledge folder")
-        return path
+        return Op("remove", store.rel(path), before), current
 
     @staticmethod
     def _expect(expected: str | None | bool, actual: str | None, relpath: str) -> None:
         if expected is not False and expected != actual:
             raise ConflictError(f"{relpath} changed on disk since it was read; not replaced")
 
-    def _run(self, cs: ChangeSet) -> None:
-        for index, op in enumerate(cs.ops):
-            if index in cs.done:
-                self._touched = True
-                continue
+    def _run(self, cs: ChangeSet, *, replay: bool) -> None:
+        todo = [(i, op) for i, op in enumerate(cs.ops) if i not in cs.done]
+        if cs.done:
+            self._touched = True
+        if todo:
             self._check_open()
-            self._apply_op(cs, index, op)
+            self._land(cs, todo)
+        if not (replay and self.ledger.has(cs.id)):
+            self.ledger.append(self._entry(cs, "landed", cs.ops))
+        step("ledger.written")
+        for index, _op in todo:
             self.journal.mark_done(cs, index, self.epoch)
-            step("journal.marked")
+        step("journal.marked")
         if cs.step is not None:
             self.journal.mark_step_done(cs.step)
         self.journal.finish(cs)
         step("journal.finished")
 
-    def _apply_op(self, cs: ChangeSet, index: int, op: Op) -> None:
+    def _entry(self, cs: ChangeSet, outcome: str, ops: Sequence[Op]) -> Entry:
+        return Entry(id=cs.id, command=cs.command, run_id=cs.run_id, ordinal=cs.ordinal,
+                     epoch=self.epoch, outcome=outcome, at=round(time.time(), 3),
+                     ops=tuple(LedgerOp(op.path, record_id_of(op.path), op.op, op.before,
+                                        op.after) for op in ops))
+
+    def _land(self, cs: ChangeSet, todo: Sequence[tuple[int, Op]]) -> None:
+        """Install every op of ``todo`` together: stage them all, then, holding the
+        visibility lock exclusively, check and install them in ONE fence transaction."""
         store = self.store
-        target = store.abspath(op.path)
-        staged: StagedFile | None = None
-        if op.op == "write" and store.current_hash(target) != op.after:
-            assert op.data is not None
-            staged = store.stage(parse_record_bytes(op.data.encode("utf-8"), op.path))
-            if staged.sha256 != op.after:
-                store.discard(staged)
-                raise LeaseError(f"journal entry {cs.id} does not re-encode to the same bytes")
-            step("write.staged")
-        sid = cs.step_id(index)
+        staged: dict[int, StagedFile] = {}
         try:
-            with self.lease.fence() as fenced:
-                if fenced.applied(sid):
-                    return  # committed before a crash: idempotent
-                now = store.current_hash(target)
-                if now == op.after:
-                    pass  # already in place (replayed after os.replace, before COMMIT)
-                elif now != op.before:
-                    raise ConflictError(
-                        f"{op.path} changed on disk since it was read; not replaced")
-                elif op.op == "write":
-                    if staged is None:
-                        raise ConflictError(
-                            f"{op.path} changed on disk since it was read; not replaced")
-                    self._touched = True
-                    store.install(staged, expected=op.before)
-                    staged = None
-                else:
-                    self._touched = True
-                    store.remove(op.path)
-                step("write.installed")
-                fenced.record_applied(sid, op.path, op.after)
-                step("write.recorded")
-            step("write.committed")
+            for index, op in todo:
+                if op.op == "write" and store.current_hash(store.abspath(op.path)) != op.after:
+                    assert op.data is not None
+                    sf = store.stage(parse_record_bytes(op.data.encode("utf-8"), op.path))
+                    if sf.sha256 != op.after:
+                        store.discard(sf)
+                        raise LeaseError(
+                            f"journal entry {cs.id} does not re-encode to the same bytes")
+                    staged[index] = sf
+                    step("write.staged")
+            try:
+                with visibility.exclusive(store.knowledge, timeout=self.install_wait) as vis:
+                    with self.lease.fence() as fenced:
+                        self._install(cs, todo, staged, fenced, vis)
+                    step("write.committed")
+                    if vis.installing is not None:
+                        vis.end(vis.installing)
+            except TimeoutError:
+                raise LeaseError(
+                    f"readers kept {visibility.LOCK_FILE} locked for {self.install_wait:g}s; "
+                    "nothing was installed", hint="run the command again") from None
         finally:
-            if staged is not None:
-                store.discard(staged)
+            for sf in staged.values():
+                store.discard(sf)
+
+    def _install(self, cs: ChangeSet, todo: Sequence[tuple[int, Op]],
+                 staged: dict[int, StagedFile], fenced: Fenced,
+                 vis: visibility.Exclusive) -> None:
+        """Inside the fence: check every op first (a conflict installs nothing), then
+        install them all and record them in ``applied``; the fence commits them at once."""
+        store = self.store
+        plan: list[tuple[int, Op, bool]] = []  # (index, op, needs installing)
+        for index, op in todo:
+            if fenced.applied(cs.step_id(index)):
+                continue  # committed before a crash: idempotent
+            now = store.current_hash(store.abspath(op.path))
+            if now == op.after:
+                plan.append((index, op, False))  # in place (replayed after os.replace)
+            elif now != op.before or (op.op == "write" and index not in staged):
+                raise ConflictError(f"{op.path} changed on disk since it was read; not replaced")
+            else:
+                plan.append((index, op, True))
+        if any(install for _, _, install in plan):
+            vis.begin(cs.id)
+        for index, op, install in plan:
+            if install:
+                self._touched = True
+                if op.op == "write":
+                    store.install(staged[index], expected=op.before)
+                    del staged[index]  # moved: nothing left to discard
+                else:
+                    store.remove(op.path)
+            step("write.installed")
+            fenced.record_applied(cs.step_id(index), op.path, op.after)
+            step("write.recorded")
 
     def recover(self) -> Recovery:
         """Remove staging of older epochs; finish change sets a dead writer left."""
@@ -278,6 +331,7 @@ class WriterSession:
                 path.unlink(missing_ok=True)
         step("recover.cleaned")
         self.journal.cleanup()
+        self.ledger.cleanup()
         mine = os.getpid()
         for cs in self.journal.pending():
             if cs.owner.pid != mine and cs.owner.alive():
@@ -285,13 +339,26 @@ class WriterSession:
                 continue
             self._touched = False
             try:
-                self._run(cs)
+                self._run(cs, replay=True)
             except ConflictError as exc:
-                self.journal.abandon(cs, exc.message)
+                self._abandon(cs, exc.message)
                 rec.abandoned.append(cs.id)
                 continue
             rec.replayed.append(cs.id)
+        settled = visibility.settle(self.store.knowledge)
+        if settled is not None:
+            rec.settled.append(settled)
         return rec
+
+    def _abandon(self, cs: ChangeSet, reason: str) -> None:
+        """A change set that cannot be finished: set it aside; the ledger names the files
+        it did change (an ``abandoned`` entry), so they can be found and rolled back."""
+        landed = [op for op in cs.ops
+                  if op.before != op.after
+                  and self.store.current_hash(self.store.abspath(op.path)) == op.after]
+        if landed and not self.ledger.has(cs.id):
+            self.ledger.append(self._entry(cs, "abandoned", landed))
+        self.journal.abandon(cs, reason)
 
     def close(self) -> None:
         self._open = False

@@ -1,0 +1,315 @@
+"""The change ledger: what every landed change set did, long after the journal forgot it.
+
+Layout under the knowledge folder's ``queue/ledger/`` (ignored by git, local state):
+
+* ``ledger.jsonl`` — append-only, one fsynced JSON line per change set that landed: its
+  id, command, run id, ordinal, epoch and, per op, the path, the record id, ``write`` or
+  ``remove`` and the content hashes before and after (``null``: no file). The first line
+  of a new file is a ``start`` line: history before it is in git, not here.
+* ``blobs/<2 hex>/<64 hex>`` — content-addressed bytes: every record's bytes before and
+  after each change, saved (fsynced) *before* the change set is journaled, so the bytes a
+  change replaced can be restored byte for byte even when the process died mid-install.
+
+An entry is appended after the change set's fence transaction committed and before the
+journal forgets it; a replay after a crash appends it only when no line has its id yet,
+so each landed change set has exactly one entry. A change set abandoned on replay (a
+person's edit met half-way) gets an ``abandoned`` entry naming only the files it did
+change, never a ``landed`` one.
+
+A damaged line (a torn append, garbage) is skipped and counted; the next append starts on
+a fresh line. A deleted ledger starts again with a new ``start`` line: writes never wait
+for it. A ledger that cannot be appended to (disk full) fails the command *after* its
+records landed: the change set stays in the journal and the next writer's recovery
+appends the entry, so the ledger is never silently short of a landed change.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memidex.records.digest import HASH_TAG, content_hash, verify_hash
+from memidex.store import fsio
+
+__all__ = ["Entry", "Ledger", "LedgerOp", "LedgerStats"]
+
+VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerOp:
+    """What one change did to one record file."""
+
+    path: str  # relative to the repository root
+    record_id: str
+    op: str  # write | remove
+    before: str | None  # content hash before (None: there was no file)
+    after: str | None  # content hash after (None: the file was removed)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "record": self.record_id, "op": self.op,
+                "before": self.before, "after": self.after}
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One change set in the ledger."""
+
+    id: str  # the journal's change-set id
+    command: str
+    run_id: str | None
+    ordinal: int | None
+    epoch: int
+    outcome: str  # landed | abandoned
+    ops: tuple[LedgerOp, ...]
+    at: float = 0.0  # wall-clock seconds (local state: never in a record)
+    seq: int = 0  # position in the ledger file (0-based, lines that parsed)
+
+    @property
+    def landed(self) -> bool:
+        return self.outcome == "landed"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"v": VERSION, "type": "change", "id": self.id, "command": self.command,
+                "run_id": self.run_id, "ordinal": self.ordinal, "epoch": self.epoch,
+                "outcome": self.outcome, "at": self.at,
+                "ops": [op.as_dict() for op in self.ops]}
+
+
+@dataclass
+class LedgerStats:
+    entries: int = 0
+    starts: int = 0  # how often the ledger (re)started: > 1 means it was lost meanwhile
+    damaged_lines: int = 0
+    duplicates: int = 0
+
+
+def _entry(data: Any, seq: int) -> Entry:
+    """Raises KeyError/TypeError/ValueError on anything malformed."""
+    ops = tuple(LedgerOp(str(o["path"]), str(o["record"]), str(o["op"]),
+                         _opt_hash(o["before"]), _opt_hash(o["after"])) for o in data["ops"])
+    if any(op.op not in ("write", "remove") for op in ops):
+        raise ValueError("unknown op")
+    outcome = str(data["outcome"])
+    if outcome not in ("landed", "abandoned"):
+        raise ValueError("unknown outcome")
+    ordinal = data.get("ordinal")
+    run_id = data.get("run_id")
+    return Entry(id=str(data["id"]), command=str(data.get("command", "")),
+                 run_id=None if run_id is None else str(run_id),
+                 ordinal=None if ordinal is None else int(ordinal),
+                 epoch=int(data["epoch"]), outcome=outcome, ops=ops,
+                 at=float(data.get("at", 0.0)), seq=seq)
+
+
+def _opt_hash(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.startswith(HASH_TAG):
+        raise ValueError("not a content hash")
+    return value
+
+
+def record_id_of(path: str) -> str:
+    """``records/<kind>/<id>.md`` → ``<id>``."""
+    name = path.rsplit("/", 1)[-1]
+    return name[:-3] if name.endswith(".md") else name
+
+
+@dataclass
+class Ledger:
+    """The ``queue/ledger`` folder of one knowledge folder."""
+
+    queue_dir: Path
+    dir: Path = field(init=False)
+    file: Path = field(init=False)
+    blobs_dir: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.dir = self.queue_dir / "ledger"
+        self.file = self.dir / "ledger.jsonl"
+        self.blobs_dir = self.dir / "blobs"
+
+    # --- blobs: the bytes before and after ---
+
+    def blob_path(self, sha: str) -> Path:
+        hexdigest = sha.removeprefix(HASH_TAG)
+        if len(hexdigest) != 64 or not all(c in "0123456789abcdef" for c in hexdigest):
+            raise ValueError(f"{sha!r} is not a content hash")
+        return self.blobs_dir / hexdigest[:2] / hexdigest
+
+    def save_blobs(self, contents: Iterable[bytes]) -> list[str]:
+        """Save each content durably (once: content-addressed); their content hashes."""
+        out: list[str] = []
+        for data in contents:
+            sha = content_hash(data)
+            out.append(sha)
+            target = self.blob_path(sha)
+            if target.exists():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            # The temp file lives beside the ledger (one folder to clean after a crash).
+            self.dir.mkdir(parents=True, exist_ok=True)
+            tmp = fsio.temp_name(self.dir / target.name)
+            fsio.write_new(tmp, data)
+            try:
+                fsio.swap_into_place(tmp, target)
+            except BaseException:
+                tmp.unlink(missing_ok=True)
+                raise
+        return out
+
+    def blob(self, sha: str) -> bytes | None:
+        """The saved bytes with content hash ``sha``, or None (missing or damaged)."""
+        try:
+            data = self.blob_path(sha).read_bytes()
+        except (OSError, ValueError):
+            return None
+        return data if verify_hash(data, sha) else None
+
+    # --- entries ---
+
+    def append(self, entry: Entry) -> None:
+        """Append ``entry`` durably (fsynced) on a line of its own."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        line = fsio.dump_json(entry.as_dict())
+        try:
+            size = self.file.stat().st_size
+        except FileNotFoundError:
+            size = 0
+        if size == 0:  # a new (or lost) ledger: say where its history starts
+            start = {"v": VERSION, "type": "start", "at": round(time.time(), 3),
+                     "epoch": entry.epoch}
+            line = fsio.dump_json(start) + line
+        elif not self._ends_with_newline(size):
+            line = b"\n" + line  # a torn last line stays torn, alone on its line
+        fsio.append_durable(self.file, line)
+
+    def _ends_with_newline(self, size: int) -> bool:
+        try:
+            with open(self.file, "rb") as f:
+                f.seek(size - 1)
+                return f.read(1) == b"\n"
+        except OSError:
+            return False
+
+    def _lines(self) -> Iterator[bytes]:
+        try:
+            with open(self.file, "rb") as f:
+                yield from f
+        except FileNotFoundError:
+            return
+
+    def scan(self) -> tuple[list[Entry], LedgerStats]:
+        """Every entry in order (the first line with an id wins) and what was skipped."""
+        stats = LedgerStats()
+        seen: set[str] = set()
+        out: list[Entry] = []
+        for raw in self._lines():
+            if not raw.strip():
+                continue
+            try:
+                data = json.loads(raw)
+                if data.get("type") == "start":
+                    stats.starts += 1
+                    continue
+                entry = _entry(data, len(out))
+            except (ValueError, KeyError, TypeError, AttributeError):
+                stats.damaged_lines += 1
+                continue
+            if entry.id in seen:
+                stats.duplicates += 1
+                continue
+            seen.add(entry.id)
+            out.append(entry)
+        stats.entries = len(out)
+        return out, stats
+
+    def entries(self) -> list[Entry]:
+        return self.scan()[0]
+
+    def has(self, cs_id: str) -> bool:
+        """Whether change set ``cs_id`` has an entry (a replay must not add a second)."""
+        needle = json.dumps(cs_id).encode("utf-8")
+        for raw in self._lines():
+            if needle in raw:
+                with contextlib.suppress(ValueError, KeyError, TypeError, AttributeError):
+                    if _entry(json.loads(raw), 0).id == cs_id:
+                        return True
+        return False
+
+    def for_record(self, record_id: str) -> list[Entry]:
+        """Entries that changed record ``record_id``, oldest first."""
+        return [e for e in self.entries() if any(op.record_id == record_id for op in e.ops)]
+
+    def for_run(self, run_id: str) -> list[Entry]:
+        """Entries written for run ``run_id``, oldest first."""
+        return [e for e in self.entries() if e.run_id == run_id]
+
+    def previous_bytes(self, op: LedgerOp) -> bytes | None:
+        """The bytes ``op`` replaced; None when there was no file before it.
+
+        Raises :class:`LookupError` when they were saved but the blob is gone or damaged.
+        """
+        if op.before is None:
+            return None
+        data = self.blob(op.before)
+        if data is None:
+            raise LookupError(f"the previous bytes of {op.path} ({op.before}) are not in "
+                              "the ledger")
+        return data
+
+    def after_bytes(self, op: LedgerOp) -> bytes | None:
+        """The bytes ``op`` left (None: it removed the file); LookupError when lost."""
+        if op.after is None:
+            return None
+        data = self.blob(op.after)
+        if data is None:
+            raise LookupError(f"the bytes {op.path} got ({op.after}) are not in the ledger")
+        return data
+
+    def purge(self, record_id: str) -> int:
+        """Forget record ``record_id`` (``knowledge purge``, under the lease): its ops are
+        dropped from every entry (an entry left with none is dropped) and its saved bytes
+        deleted. The one rewrite of the append-only file (atomic). Returns blobs removed."""
+        hashes: set[str] = set()
+        keep: list[bytes] = []
+        changed = False
+        for raw in self._lines():
+            try:
+                data = json.loads(raw)
+                ops = data["ops"] if data.get("type") == "change" else None
+            except (ValueError, KeyError, TypeError, AttributeError):
+                ops = None
+            if isinstance(ops, list):
+                mine = [o for o in ops if isinstance(o, dict) and o.get("record") == record_id]
+                if mine:
+                    changed = True
+                    hashes.update(str(o[k]) for o in mine for k in ("before", "after")
+                                  if o.get(k))
+                    data["ops"] = [o for o in ops if o not in mine]
+                    if not data["ops"]:
+                        continue
+                    raw = fsio.dump_json(data)
+            keep.append(raw if raw.endswith(b"\n") else raw + b"\n")
+        if changed:
+            fsio.atomic_write(self.file, b"".join(keep))
+        removed = 0
+        for sha in sorted(hashes):
+            with contextlib.suppress(OSError, ValueError):
+                self.blob_path(sha).unlink()
+                removed += 1
+        return removed
+
+    def cleanup(self) -> None:
+        """Remove temp files a crashed writer left (call while holding the lease)."""
+        with contextlib.suppress(FileNotFoundError):
+            for name in os.listdir(self.dir):
+                if name.endswith(".tmp"):
+                    (self.dir / name).unlink(missing_ok=True)
