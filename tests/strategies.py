@@ -18,18 +18,19 @@ from hypothesis import strategies as st
 from memidex.records import KINDS, STATUSES, HistoryEntry, Record, Relations, Trust, Valid
 from memidex.records.codec import dump_record
 from memidex.records.ids import record_id
-from memidex.records.model import SOURCES
-from memidex.records.validate import EVIDENCE_KEY_ORDER
+from memidex.records.model import MAX_ORDINAL, SOURCES, Evidence
 
 __all__ = [
     "YAML_SPECIALS",
     "anchors",
     "canonical_texts",
+    "evidence_items",
     "front_matter_dicts",
     "ids",
     "products",
     "records",
     "scalars",
+    "trusts",
     "tricky_text",
     "yaml_values",
 ]
@@ -147,15 +148,22 @@ def anchors() -> st.SearchStrategy[str]:
     return st.builds(lambda k, v: f"{k}:{v}", kind, value)
 
 
+_TYPED_KEYS = frozenset({"run", "test", "step", "observed", "check", "artifact"})
+
+
 @cache
-def _evidence_item() -> st.SearchStrategy[tuple[tuple[str, Any], ...]]:
-    key = st.one_of(st.sampled_from(EVIDENCE_KEY_ORDER), _KEYS.map(lambda k: k or "k"))
-    return st.dictionaries(key, scalars(), max_size=5).map(
-        lambda d: tuple(
-            (k, d[k])
-            for k in [k for k in EVIDENCE_KEY_ORDER if k in d]
-            + sorted(k for k in d if k not in EVIDENCE_KEY_ORDER)
-        )
+def evidence_items() -> st.SearchStrategy[Evidence]:
+    """Evidence as the validator returns it: typed known keys (any of them may be
+    absent), odd extra keys with any scalar, kept sorted."""
+    text = st.none() | tricky_text()
+    extra = st.dictionaries(
+        _KEYS.map(lambda k: k or "k").filter(lambda k: k not in _TYPED_KEYS), scalars(),
+        max_size=3,
+    ).map(lambda d: tuple(sorted(d.items(), key=lambda kv: kv[0])))
+    return st.builds(
+        Evidence,
+        run=text, test=text, step=st.none() | st.integers(0, MAX_ORDINAL), observed=text,
+        check=text, artifact=text, extra=extra,
     )
 
 
@@ -163,12 +171,39 @@ _ORDINAL = st.integers(min_value=0, max_value=10**6)
 
 
 @cache
-def _valid() -> st.SearchStrategy[Valid]:
+def trusts() -> st.SearchStrategy[Trust]:
     return st.builds(
-        lambda start, span: Valid(from_=start, until=None if span is None else start + span),
-        _ORDINAL,
-        st.none() | st.integers(min_value=1, max_value=1000),
+        Trust,
+        source=st.sampled_from(SOURCES),
+        confirmations=st.integers(0, 10**9) | st.just(MAX_ORDINAL),
+        contradictions=st.integers(0, 10**9),
+        last_confirmed=st.none() | _ORDINAL,
     )
+
+
+@st.composite
+def _versions(draw: st.DrawFn, anchor: str) -> tuple[tuple[HistoryEntry, ...], Valid]:
+    """Earlier versions (closed, oldest first, gaps allowed, never overlapping) and the
+    current window, which begins where the last one ends or later."""
+    at = draw(_ORDINAL)
+    history = []
+    for _ in range(draw(st.integers(0, 3))):
+        start = at + draw(st.integers(0, 5))
+        until = start + draw(st.integers(1, 1000))
+        full = draw(st.booleans())  # written by this memidex, or before it kept more
+        history.append(HistoryEntry(
+            valid=Valid(start, until),
+            title=draw(tricky_text().map(lambda t: t or "t")),
+            body=draw(tricky_text()),
+            trust=draw(trusts()) if full else None,
+            anchors=draw(st.lists(anchors(), max_size=3).map(
+                lambda xs: tuple(sorted({a for a in xs if a != anchor})))) if full else None,
+            status=draw(st.sampled_from(STATUSES)) if full else None,
+        ))
+        at = until
+    start = at + draw(st.integers(0, 5)) if history else at
+    span = draw(st.none() | st.integers(min_value=1, max_value=1000))
+    return tuple(history), Valid(start, None if span is None else start + span)
 
 
 @cache
@@ -196,25 +231,14 @@ def records(draw: st.DrawFn) -> Record:
     scope_map = draw(st.dictionaries(_KEYS.map(lambda k: k or "k"), scalars(), max_size=3))
     others = draw(st.lists(anchors(), max_size=4))
     title = draw(tricky_text().map(lambda t: t.replace("\n", " ") or "t"))
-    trust = Trust(
-        source=draw(st.sampled_from(SOURCES)),
-        confirmations=draw(st.integers(0, 10**9)),
-        contradictions=draw(st.integers(0, 10**9)),
-        last_confirmed=draw(st.none() | _ORDINAL),
-    )
+    trust = draw(trusts())
     relations = Relations(
         supersedes=draw(_id_tuple()),
         superseded_by=draw(st.none() | ids()),
         cites=draw(_id_tuple()),
         contradicts=draw(_id_tuple()),
     )
-    history = draw(
-        st.lists(
-            st.builds(HistoryEntry, valid=_valid(), title=tricky_text().map(lambda t: t or "t"),
-                      body=tricky_text()),
-            max_size=2,
-        )
-    )
+    history, valid = draw(_versions(anchor))
     return Record(
         id=record_id(kind, anchor, product, scope_map),
         kind=kind,
@@ -225,10 +249,10 @@ def records(draw: st.DrawFn) -> Record:
         scope=tuple(sorted(scope_map.items(), key=lambda kv: kv[0])),
         anchors=tuple(sorted({a for a in others if a != anchor})),
         trust=trust,
-        valid=draw(_valid()),
+        valid=valid,
         relations=relations,
-        evidence=tuple(draw(st.lists(_evidence_item(), max_size=3))),
-        history=tuple(history),
+        evidence=tuple(draw(st.lists(evidence_items(), max_size=3))),
+        history=history,
         body=draw(_body()),
     )
 

@@ -273,7 +273,9 @@ def test_doctor_json_reports_health_and_c_loader(repo: Path) -> None:
     report = json.loads(run_cli(repo, "doctor", "--json", check=True).stdout)
     assert report["healthy"] is True and report["level"] == "lexical-only"
     assert report["index"]["quick_check"] == "ok"
-    assert report["index"]["schema_version"] == 1
+    from memidex.index.schema import SCHEMA_VERSION
+
+    assert report["index"]["schema_version"] == SCHEMA_VERSION
     assert report["records"] == {"count": 5, "errors": []}
     assert report["yaml"]["c_loader"] is True
     assert report["levels"]["memidex"].startswith("no embedding")

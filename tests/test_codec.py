@@ -20,6 +20,7 @@ from memidex.records import (
     verify_hash,
 )
 from memidex.records.codec import split_front_matter
+from memidex.records.model import Evidence
 from memidex.records.yamlfast import fast_load
 from strategies import canonical_texts, records
 
@@ -119,9 +120,12 @@ def test_spec_example_parses_on_the_fast_path() -> None:
     assert (record.trust.confirmations, record.trust.last_confirmed) == (3, 41)
     assert (record.valid.from_, record.valid.until) == (36, None)
     assert record.evidence == (
-        (("run", "r-0041"), ("test", "checkout-happy-path"), ("step", 3),
-         ("observed", "Place order (disabled)")),
+        Evidence(run="r-0041", test="checkout-happy-path", step=3,
+                 observed="Place order (disabled)"),
     )
+    assert tuple(record.evidence[0]) == (  # iterating gives the pairs as written
+        ("run", "r-0041"), ("test", "checkout-happy-path"), ("step", 3),
+        ("observed", "Place order (disabled)"))
     assert record.body.startswith("The **Place order** button")
     assert record.relpath == "records/fact/fact-el-button-place-order-97c05f92322716e0.md"
 

@@ -126,14 +126,19 @@ def test_supersede_in_place_keeps_the_old_version_in_history(repo: Path) -> None
     ) + (
         "history:\n"
         "  - {valid: {from: 36, until: 45}, title: Place order stays disabled until terms "
-        "are ticked, body: Place order is disabled until the terms box is ticked.}\n"
+        "are ticked, body: Place order is disabled until the terms box is ticked., trust: "
+        "{source: local, confirmations: 2, contradictions: 0, last_confirmed: 40}, anchors: "
+        "[page:/checkout], status: candidate}\n"
         "---\nSince build 1.5 the button is enabled at once.\n"
     )
     shown = _json(run_cli(repo, "knowledge", "show", RID, "--json"))
     assert shown["history"] == [{"valid": {"from": 36, "until": 45},
                                  "title": "Place order stays disabled until terms are ticked",
                                  "body": "Place order is disabled until the terms box is "
-                                         "ticked."}]
+                                         "ticked.",
+                                 "trust": {"source": "local", "confirmations": 2,
+                                           "contradictions": 0, "last_confirmed": 40},
+                                 "anchors": ["page:/checkout"], "status": "candidate"}]
 
 
 def test_supersede_by_another_record_changes_both_files(repo: Path) -> None:

@@ -17,7 +17,8 @@ from memidex.app import Memidex
 from memidex.index.build import rebuild
 from memidex.index.db import IndexDB
 from memidex.index.refresh import refresh
-from memidex.records.model import Relations
+from memidex.index.schema import SCHEMA_VERSION
+from memidex.records.model import HistoryEntry, Relations, Trust, Valid
 from memidex.store.layout import init_repository
 
 POLICY = "id: {pid}\nrule: {rule}\napplies_to: {{products: [shop-web]}}\nseverity: must\n"
@@ -41,7 +42,7 @@ def test_rebuild_twice_gives_identical_contents(repo: Path) -> None:
     first = _dump(repo)
     m.rebuild_index(jobs=1)
     assert _dump(repo) == first
-    assert first["meta"]["schema_version"] == "1"  # type: ignore[index]
+    assert first["meta"]["schema_version"] == str(SCHEMA_VERSION)  # type: ignore[index]
     assert len(first["records"]) == 30  # type: ignore[arg-type]
 
 
@@ -202,7 +203,7 @@ op = st.one_of(
     st.tuples(st.just("write"), st.integers(0, 5), st.sampled_from(ANCHORS),
               st.lists(st.sampled_from(WORDS), min_size=1, max_size=6),
               st.sampled_from(["active", "candidate", "quarantined"]),
-              st.booleans()),
+              st.booleans(), st.integers(0, 2)),
     st.tuples(st.just("delete"), st.integers(0, 5)),
     st.tuples(st.just("corrupt"), st.integers(0, 5)),
     st.tuples(st.just("policy"), st.integers(0, 2), st.sampled_from(WORDS)),
@@ -219,10 +220,22 @@ def _apply(root: Path, step: tuple[object, ...], paths: dict[int, Path]) -> None
     records = root / "agent-qa-knowledge/memory/records/fact"
     policies = root / "policies"
     if kind == "write":
-        _, slot, anchor, words, status, cites = step
+        _, slot, anchor, words, status, cites, versions = step
         assert isinstance(slot, int) and isinstance(anchor, str) and isinstance(words, list)
+        assert isinstance(versions, int)
         rec = make_record(anchor=f"{anchor}-{slot}", title=" ".join(words[:3]),
-                          body=" ".join(words), status=str(status), anchors=(str(anchor),))
+                          body=" ".join(words), status=str(status), anchors=(str(anchor),),
+                          valid=Valid(10 * versions))
+        if versions:  # earlier versions: one kept in full, one as older memidex wrote them
+            from dataclasses import replace
+
+            history = tuple(HistoryEntry(
+                valid=Valid(10 * i, 10 * i + 10), title=f"{words[0]} version {i}",
+                body=" ".join(words[i:]),
+                trust=Trust(source="ci", confirmations=i) if i % 2 else None,
+                anchors=("page:/old",) if i % 2 else None,
+                status="candidate" if i % 2 else None) for i in range(versions))
+            rec = replace(rec, history=history)
         if cites:
             from dataclasses import replace
 

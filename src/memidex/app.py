@@ -121,15 +121,22 @@ class Memidex:
 
     def index(self, *, refresh: bool = True) -> IndexDB | None:
         """The open, up-to-date index, or ``None`` (and ``index_note`` says why)."""
-        from memidex.index.db import IndexDB, IndexSwapped
+        from memidex.index.db import IndexDB, IndexOutdated, IndexSwapped
         from memidex.index.refresh import refresh as refresh_index
 
+        upgraded = False
         for _ in range(3):
             if self._db is not None and self._db.swapped():
                 self.close()
             if self._db is None:
                 try:
                     self._db = IndexDB.open(self.config.index_path, write=True)
+                except IndexOutdated as exc:
+                    if upgraded or not self._upgrade_index(exc.pending):
+                        self.index_note = self.index_note or exc.message
+                        return None
+                    upgraded = True
+                    continue
                 except IndexUnavailableError as exc:
                     self.index_note = exc.message
                     return None
@@ -146,10 +153,27 @@ class Memidex:
                 self.index_note = exc.message
                 self.close()
                 return None
-            self.index_note = ""
+            interrupted = self.last_refresh.interrupted if self.last_refresh else None
+            self.index_note = "" if interrupted is None else (
+                f"a change set ({interrupted}) was interrupted while its files were being "
+                "moved into place; the next write finishes it")
             return self._db
         self.index_note = "the index kept being replaced"
         return None
+
+    def _upgrade_index(self, pending: list[str]) -> bool:
+        """An index built by an earlier memidex: migrate or rebuild it now (once), so the
+        command that found it answers from an up-to-date index. False (and
+        ``index_note``) when that fails; the command then scans the records."""
+        from memidex.index.build import upgrade
+
+        try:
+            upgrade(self.store, self.config.index_path, pending)
+        except (OSError, IndexUnavailableError) as exc:
+            self.index_note = f"the index is from an earlier memidex and could not be " \
+                              f"brought up to date ({exc})"
+            return False
+        return True
 
     def _damaged(self, exc: IndexUnavailableError) -> None:
         """A query failed on the index: answer from the records this time (bundle-scan)."""
@@ -184,9 +208,14 @@ class Memidex:
         return chosen
 
     def _loaded(self) -> Iterator[LoadedRecord]:
-        for item in self.store.iter_records():
-            if isinstance(item, LoadedRecord):
-                yield item
+        """Every record that parses, read holding the visibility lock shared, so a change
+        set is seen whole (:mod:`memidex.store.visibility`)."""
+        from memidex.store import visibility
+
+        with visibility.shared(self.store.knowledge):
+            for item in self.store.iter_records():
+                if isinstance(item, LoadedRecord):
+                    yield item
 
     def search(self, text: str, *, product: str | None = None, all_products: bool = False,
                kinds: Sequence[str] = (), statuses: Sequence[str] | None = None,
@@ -201,7 +230,8 @@ class Memidex:
             from memidex.index.query import search
 
             try:
-                return SearchResult(text, q.product, "lexical-only", search(db, q))
+                return SearchResult(text, q.product, "lexical-only", search(db, q),
+                                    note=self.index_note)
             except IndexUnavailableError as exc:
                 self._damaged(exc)
         from memidex.search.scan import scan_search
@@ -321,8 +351,10 @@ class Memidex:
             body: str = "", scope: dict[str, str] | None = None) -> AddResult:
         """Write a human-authored record (``trust.source: human``, status ``active``).
 
-        The same kind/anchor/product/scope again updates that record: new title and body,
-        anchors merged, its trust counts and evidence kept.
+        A new record's window begins at the product's current run ordinal (the last one
+        allocated in ``build-ordinals.json``, 0 if none). The same kind/anchor/product/scope
+        again updates that record: new title and body, anchors merged, its trust counts,
+        evidence, window and history kept.
         """
         from memidex.masking import Masker
         from memidex.records.ids import ANCHOR_RE, PRODUCT_RE, record_id
@@ -361,9 +393,14 @@ class Memidex:
                                   ) from None
         extra = tuple(sorted(set(anchors[1:]) - {anchors[0]}))
         if old is None:
+            from memidex.records.model import Valid
+            from memidex.store.ordinals import current_ordinal
+
+            # A new belief begins at the product's current run ordinal (SPEC §2, §3).
             record = Record(id=rid, kind=kind, status="active", product=product,
                             anchor=anchors[0], title=title, scope=tuple(scope.items()),
-                            anchors=extra, trust=Trust(source="human"), body=body)
+                            anchors=extra, trust=Trust(source="human"), body=body,
+                            valid=Valid(current_ordinal(self.config, product)))
         else:
             merged = tuple(sorted((set(old.anchors) | set(extra)) - {old.anchor}))
             record = replace(old, title=title, body=body or old.body, anchors=merged,
@@ -419,6 +456,7 @@ class Memidex:
 
             meta = db.meta()
             counts = db.counts()
+            shape = db.introspect()
             quick = db.quick_check()
             rep = self.last_refresh
             index.update({
@@ -426,6 +464,7 @@ class Memidex:
                 "schema_version": int(meta.get("schema_version", "0")),
                 "tokenizer": meta.get("tokenizer"), "fingerprint": meta.get("fingerprint"),
                 "records": counts["records"], "policies": counts["policies"],
+                "migrations": shape["migrations"], "tables": shape["tables"],
                 "staleness": {
                     "method": rep.method if rep else "stat",
                     "how": _STALENESS_HOW[rep.method if rep else "stat"],
@@ -434,7 +473,7 @@ class Memidex:
                     "deleted": len(rep.deleted) if rep else 0,
                 },
             })
-            healthy = quick == "ok"
+            healthy = quick == "ok" and not shape["missing"]
             record_count = counts["records"]
             errors = [{"path": p, "line": ln, "reason": r} for p, ln, r in problems(db)]
             for rid, paths in duplicate_ids(db):

@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from memidex import __version__
+from memidex._version import __version__
 from memidex.errors import Problem, RecordError
 from memidex.index.db import (
     BUSY_TIMEOUT_MS,
     apply_migrations,
+    create_schema,
     file_digest,
     xor_hex,
 )
@@ -38,8 +39,10 @@ if TYPE_CHECKING:
 __all__ = [
     "BuildReport",
     "FileRows",
+    "history_rows",
     "file_rows",
     "rebuild",
+    "upgrade",
     "Progress",
     "flatten",
     "full_snapshot",
@@ -61,6 +64,7 @@ class FileRows(NamedTuple):
 
     file: tuple[str, str, int, int, int, str]
     record: tuple[Any, ...] | None
+    versions: tuple[tuple[Any, ...], ...]  # history_versions rows, without the rowid
     anchors: tuple[tuple[str, int], ...]  # (anchor, main)
     edges: tuple[tuple[str, str, str], ...]
     problems: tuple[tuple[str, int, str], ...]
@@ -93,6 +97,20 @@ def record_row(lr: LoadedRecord) -> tuple[Any, ...]:
     )
 
 
+def history_rows(r: Record) -> tuple[tuple[Any, ...], ...]:
+    """One ``history_versions`` row per earlier version (without the record's rowid),
+    what the file leaves out filled in as :meth:`HistoryEntry.resolved` says."""
+    out = []
+    for n, h in enumerate(r.history, start=1):
+        trust, anchors, status = h.resolved(r)
+        out.append((
+            n, r.id, r.product, r.kind, status, h.valid.from_, h.valid.until, h.title, h.body,
+            "\n".join((r.anchor, *(a for a in anchors if a != r.anchor))),
+            trust.source, trust.confirmations, trust.contradictions, trust.last_confirmed,
+        ))
+    return tuple(out)
+
+
 def _edges(r: Record) -> tuple[tuple[str, str, str], ...]:
     return tuple((r.id, rel, dst) for rel, dst in r.relations.edges())
 
@@ -103,7 +121,7 @@ def file_rows(store: Store, fs: FileStat) -> FileRows:
         data, fs = store.read_with_stat(fs.relpath)
     except OSError as exc:
         return FileRows((fs.relpath, "record", fs.size, fs.mtime_ns, fs.ino, ""), None, (), (),
-                        ((fs.relpath, 0, f"cannot read: {exc.strerror}"),))
+                        (), ((fs.relpath, 0, f"cannot read: {exc.strerror}"),))
     from memidex.records.codec import parse_record_bytes
     from memidex.records.digest import content_hash
 
@@ -112,10 +130,11 @@ def file_rows(store: Store, fs: FileStat) -> FileRows:
     try:
         record = parse_record_bytes(data, fs.relpath)
     except RecordError as exc:
-        return FileRows(frow, None, (), (), tuple((p.path, p.line, p.reason) for p in exc.problems))
+        return FileRows(frow, None, (), (), (),
+                        tuple((p.path, p.line, p.reason) for p in exc.problems))
     lr = LoadedRecord(fs.relpath, record, sha, fs)
     anchors = ((record.anchor, 1), *((a, 0) for a in record.anchors))
-    return FileRows(frow, record_row(lr), anchors, _edges(record), ())
+    return FileRows(frow, record_row(lr), history_rows(record), anchors, _edges(record), ())
 
 
 class Batch(NamedTuple):
@@ -123,6 +142,7 @@ class Batch(NamedTuple):
 
     files: list[tuple[Any, ...]]
     records: list[tuple[Any, ...]]
+    versions: list[tuple[Any, ...]]
     anchors: list[tuple[str, int, int]]
     edges: list[tuple[Any, ...]]
     problems: list[tuple[str, int, str]]
@@ -133,13 +153,14 @@ def flatten(rows: Sequence[FileRows], first_rowid: int, *, dense: bool) -> Batch
     """Rows ready to insert. ``dense``: record rowids follow one another (a refresh);
     otherwise a file's rowid is ``first_rowid`` + its position (a rebuild: a file that
     does not parse leaves a gap, so rowids depend on nothing but the sorted paths)."""
-    out = Batch([], [], [], [], [], 0)
+    out = Batch([], [], [], [], [], [], 0)
     rowid = first_rowid
     for fr in rows:
         out.problems.extend(fr.problems)
         if fr.record is not None:
             out.files.append((*fr.file, rowid))
             out.records.append((rowid, *fr.record))
+            out.versions.extend((rowid, *v) for v in fr.versions)
             out.anchors.extend((a, rowid, main) for a, main in fr.anchors)
             out.edges.extend((rowid, *e) for e in fr.edges)
         else:
@@ -207,6 +228,11 @@ INSERT_RECORD = (
     " scope, source, confirmations, contradictions, last_confirmed, valid_from, valid_until,"
     " history) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
+INSERT_VERSION = (
+    "INSERT INTO history_versions(record_rowid, version, id, product, kind, status,"
+    " valid_from, valid_until, title, body, anchors, source, confirmations, contradictions,"
+    " last_confirmed) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
 INSERT_FTS = "INSERT INTO records_fts(rowid, title, body, anchors) VALUES (?, ?, ?, ?)"
 INSERT_FILE = "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?)"
 INSERT_ANCHOR = "INSERT OR IGNORE INTO anchors(anchor, record_rowid, main) VALUES (?,?,?)"
@@ -221,6 +247,7 @@ def insert_batch(conn: sqlite3.Connection, batch: Batch) -> None:
     # (rowid, title, body, anchors), built here: sent from a parser, the text would
     # cross the pipe twice
     conn.executemany(INSERT_FTS, [(r[0], r[7], r[8], r[9]) for r in batch.records])
+    conn.executemany(INSERT_VERSION, batch.versions)
     conn.executemany(INSERT_ANCHOR, batch.anchors)
     conn.executemany(INSERT_EDGE, batch.edges)
     conn.executemany(INSERT_PROBLEM, batch.problems)
@@ -286,7 +313,7 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
             "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-204800;"
             "PRAGMA temp_store=MEMORY; PRAGMA locking_mode=EXCLUSIVE;"
         )
-        apply_migrations(conn)  # executescript: runs outside the load transaction
+        create_schema(conn)  # executescript: runs outside the load transaction
         conn.execute("BEGIN")
         total = len(files)
         done = 0
@@ -343,6 +370,31 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
         raise
     report.seconds = time.perf_counter() - started
     return report
+
+
+def upgrade(store: Store, target: Path, pending: Sequence[str], *,
+            jobs: int | None = None) -> str:
+    """Bring an index built by an earlier memidex up to date: apply the ``pending``
+    migrations in place, or rebuild it when one of them changes what the rows hold
+    (:data:`memidex.index.schema.REBUILT_BY`). Returns ``"migrated"`` or ``"rebuilt"``."""
+    from memidex.index.db import translated
+    from memidex.index.schema import REBUILT_BY
+
+    with translated():  # SQLite's errors leave as IndexUnavailableError
+        if REBUILT_BY & set(pending):
+            rebuild(store, target, jobs=jobs)
+            return "rebuilt"
+        conn = sqlite3.connect(target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        try:
+            apply_migrations(conn)
+            for statement in POST_LOAD.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            write_meta(conn, {"schema_version": str(SCHEMA_VERSION),
+                              "memidex_version": __version__})
+        finally:
+            conn.close()
+        return "migrated"
 
 
 def _swap(new: Path, target: Path) -> None:

@@ -20,16 +20,26 @@ from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from memidex.errors import IndexDamagedError, IndexLockedError, IndexUnavailableError
-from memidex.index.schema import MIGRATIONS, MIGRATIONS_TABLE, SCHEMA_VERSION
+from memidex.index.schema import MIGRATIONS, MIGRATIONS_TABLE, SCHEMA_VERSION, TABLES, VIEWS
 
-__all__ = ["IndexDB", "IndexSwapped", "apply_migrations", "file_digest", "sqlite_error",
-           "translated", "translating", "xor_hex"]
+__all__ = ["IndexDB", "IndexOutdated", "IndexSwapped", "apply_migrations", "create_schema",
+           "file_digest", "sqlite_error", "translated", "translating", "xor_hex"]
 
 BUSY_TIMEOUT_MS = 3000
 
 
 class IndexSwapped(Exception):
     """The file this connection opened was replaced by a rebuild; reopen and retry."""
+
+
+class IndexOutdated(IndexUnavailableError):
+    """The index was built by an earlier memidex: its migrations are a strict prefix of
+    this one's. ``pending`` names the ones it lacks; the facade brings it up to date
+    (:func:`memidex.index.build.upgrade`) instead of falling back to a scan."""
+
+    def __init__(self, message: str, pending: list[str]) -> None:
+        super().__init__(message)
+        self.pending = pending
 
 
 def sqlite_error(exc: sqlite3.Error) -> IndexUnavailableError:
@@ -76,10 +86,33 @@ def xor_hex(value: int) -> str:
     return f"{value:032x}"
 
 
-def apply_migrations(conn: sqlite3.Connection) -> list[str]:
-    """Apply the named migrations this file has not seen, in order; return their names."""
+def create_schema(conn: sqlite3.Connection) -> list[str]:
+    """Every migration, on a new empty file (a rebuild): nothing to introspect, so plain
+    ``sqlite3`` — ``sqlite_utils`` would cost a rebuild ~80 ms and load ``click``
+    (``docs/index.md``). Returns the names applied."""
     conn.executescript(MIGRATIONS_TABLE)
-    done = {name for (name,) in conn.execute("SELECT name FROM migrations")}
+    if conn.execute("SELECT count(*) FROM migrations").fetchone()[0]:
+        raise ValueError("create_schema is for a new, empty index file")
+    for seq, (name, sql) in enumerate(MIGRATIONS, start=1):
+        conn.executescript(sql)
+        conn.execute("INSERT INTO migrations(seq, name) VALUES (?, ?)", (seq, name))
+    return [name for name, _ in MIGRATIONS]
+
+
+def apply_migrations(conn: sqlite3.Connection) -> list[str]:
+    """Apply the named migrations an existing file has not seen, in order; return their
+    names.
+
+    Through ``sqlite_utils`` (imported here: ~80 ms, paid only when an index is migrated
+    in place, never by a search of an up-to-date index — ``docs/index.md``). Each
+    migration and its ``migrations`` row are one transaction, so a file is never left
+    with half of one. Call it outside a transaction.
+    """
+    import sqlite_utils
+
+    db = sqlite_utils.Database(conn, recursive_triggers=False)
+    db.executescript(MIGRATIONS_TABLE)
+    done = {row["name"] for row in db["migrations"].rows}
     known = {name for name, _ in MIGRATIONS}
     if done - known:
         raise IndexUnavailableError(
@@ -89,8 +122,9 @@ def apply_migrations(conn: sqlite3.Connection) -> list[str]:
     for seq, (name, sql) in enumerate(MIGRATIONS, start=1):
         if name in done:
             continue
-        conn.executescript(sql)
-        conn.execute("INSERT INTO migrations(seq, name) VALUES (?, ?)", (seq, name))
+        quoted = name.replace("'", "''")
+        db.executescript(f"BEGIN;\n{sql}\nINSERT INTO migrations(seq, name) "
+                         f"VALUES ({seq}, '{quoted}');\nCOMMIT;")
         applied.append(name)
     return applied
 
@@ -150,6 +184,11 @@ class IndexDB:
         known = [name for name, _ in MIGRATIONS]
         if names != known or version != str(SCHEMA_VERSION):
             self.close()
+            if len(names) < len(known) and names == known[:len(names)] and version == str(
+                    len(names)):
+                raise IndexOutdated(
+                    f"the index has schema {version} ({len(names)} migrations); this "
+                    f"memidex needs schema {SCHEMA_VERSION}", known[len(names):])
             raise IndexUnavailableError(
                 f"the index has schema {version or '?'} ({len(names)} migrations); "
                 f"this memidex needs schema {SCHEMA_VERSION}"
@@ -199,6 +238,27 @@ class IndexDB:
             "problems": int(c.execute("SELECT count(*) FROM problems").fetchone()[0]),
         }
 
+    def introspect(self) -> dict[str, Any]:
+        """What ``doctor`` prints about the file: the migrations applied and each table's
+        (or view's) row count, read through ``sqlite_utils``'s introspection."""
+        import sqlite_utils
+
+        db = sqlite_utils.Database(self.conn, recursive_triggers=False)
+        try:
+            present = set(db.table_names()) | set(db.view_names())
+            counts: dict[str, int | None] = {}
+            for name in TABLES:
+                if name not in present:
+                    continue
+                # the fts5vocab view would walk every term: its size says nothing
+                counts[name] = None if name == "records_vocab" else (
+                    db.view(name).count if name in VIEWS else db.table(name).count)
+            migrations = [row["name"] for row in db["migrations"].rows_where(order_by="seq")]
+        except sqlite3.Error as exc:
+            raise sqlite_error(exc) from None
+        return {"migrations": migrations, "tables": counts,
+                "missing": [t for t in TABLES if t not in present]}
+
     def dump(self) -> dict[str, Any]:
         """The logical contents (no rowids, no build time) — what rebuilds must agree on."""
         c = self.conn
@@ -221,6 +281,17 @@ class IndexDB:
                 " ON r.rowid = e.record_rowid ORDER BY 1, 2, 3, 4").fetchall(),
             "policies": c.execute("SELECT * FROM policies ORDER BY path, id").fetchall(),
             "problems": c.execute("SELECT * FROM problems ORDER BY 1, 2, 3").fetchall(),
+            "versions": c.execute(
+                "SELECT r.path, v.version, v.id, v.product, v.kind, v.status, v.valid_from,"
+                " v.valid_until, v.title, v.body, v.anchors, v.source, v.confirmations,"
+                " v.contradictions, v.last_confirmed, v.current FROM versions v"
+                " JOIN records r ON r.rowid = v.record_rowid ORDER BY 1, 2").fetchall(),
+            "orphan_versions": c.execute(
+                "SELECT count(*) FROM history_versions WHERE record_rowid NOT IN"
+                " (SELECT rowid FROM records)").fetchone()[0],
+            "runs": c.execute("SELECT * FROM runs ORDER BY run_id").fetchall(),
+            "run_tests": c.execute(
+                "SELECT * FROM run_tests ORDER BY run_id, test_id").fetchall(),
             "vocab": c.execute(
                 "SELECT term, doc, cnt FROM records_vocab ORDER BY term").fetchall(),
         }

@@ -18,7 +18,8 @@ from memidex.search.ranking import (
     sort_key,
 )
 
-__all__ = ["IndexRow", "duplicate_ids", "find_ids", "list_records", "problems", "search"]
+__all__ = ["IndexRow", "VersionRow", "duplicate_ids", "find_ids", "list_records", "problems",
+           "search", "versions_at"]
 
 _BM25 = "bm25(records_fts, {}, {}, {})".format(*COLUMN_WEIGHTS)
 
@@ -93,7 +94,10 @@ def _hits(conn: sqlite3.Connection, expr: str, where: str, params: list[Any], li
         f" -{_BM25} AS score"
         f" FROM records_fts JOIN records r ON r.rowid = records_fts.rowid"
         f" WHERE records_fts MATCH ?{capped}{where}"
-        f" ORDER BY {_BM25}, r.id, r.path LIMIT ?"
+        # the shown score is rounded to 6 places and ties break on id (docs/search.md):
+        # the SQL cut at `limit` must use the same order, or a smaller limit could keep
+        # another of two equally shown records
+        f" ORDER BY round({_BM25}, 6), r.id, r.path LIMIT ?"
     )
     args = [expr, *([cap] if cap is not None else []), *params, limit + len(exclude)]
     rows = conn.execute(sql, args).fetchall()
@@ -226,4 +230,54 @@ def duplicate_ids(db: IndexDB) -> list[tuple[str, list[str]]]:
     return out
 
 
+@dataclass(frozen=True)
+class VersionRow:
+    """One version of a record, as a replay at some ordinal is served it."""
 
+    record_rowid: int
+    version: int
+    current: bool
+    id: str
+    path: str
+    product: str
+    kind: str
+    status: str
+    valid_from: int
+    valid_until: int | None
+    title: str
+    body: str
+    anchors: tuple[str, ...]  # main anchor first
+    source: str
+    confirmations: int
+    contradictions: int
+    last_confirmed: int | None
+
+
+@translating
+def versions_at(db: IndexDB, ordinal: int, product: str | None, *,
+                kinds: tuple[str, ...] = (), statuses: tuple[str, ...] = (),
+                ids: tuple[str, ...] = (), limit: int | None = None) -> list[VersionRow]:
+    """For each record, the version whose window contains ``ordinal`` (``from <= n <
+    until``) — at most one per record, since windows do not overlap — in one query on
+    the ``versions`` view. ``product`` None means every product; ``statuses`` filters the
+    version's own status (``SERVABLE_STATUSES``: what a brief at that ordinal serves)."""
+    clauses = ["v.valid_from <= ?", "(v.valid_until IS NULL OR ? < v.valid_until)"]
+    params: list[Any] = [ordinal, ordinal]
+    for column, values in (("v.product", () if product is None else (product,)),
+                           ("v.kind", kinds), ("v.status", statuses), ("v.id", ids)):
+        if values:
+            clauses.append(f"{column} IN ({','.join('?' * len(values))})")
+            params.extend(values)
+    sql = (
+        "SELECT v.record_rowid, v.version, v.current, v.id, r.path, v.product, v.kind,"
+        " v.status, v.valid_from, v.valid_until, v.title, v.body, v.anchors, v.source,"
+        " v.confirmations, v.contradictions, v.last_confirmed"
+        " FROM versions v JOIN records r ON r.rowid = v.record_rowid"
+        f" WHERE {' AND '.join(clauses)} ORDER BY v.id, r.path"
+    )
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(limit)
+    return [VersionRow(t[0], t[1], bool(t[2]), t[3], t[4], t[5], t[6], t[7], t[8], t[9],
+                       t[10], t[11], tuple(t[12].split("\n")), t[13], t[14], t[15], t[16])
+            for t in db.conn.execute(sql, params)]

@@ -28,6 +28,7 @@ from memidex.index.build import (
 )
 from memidex.index.db import IndexDB, file_digest, translating, xor_hex
 from memidex.index.staleness import RACY_NS, Snapshot, suspects
+from memidex.store import visibility
 from memidex.store.files import FileStat, Store
 
 __all__ = ["Changes", "RefreshReport", "detect_changes", "refresh"]
@@ -39,6 +40,9 @@ class RefreshReport:
     changed: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     method: str = "stat"
+    # A change set whose install did not finish (its writer died, or is stuck): the files
+    # read may hold part of it until the next writer's recovery rolls it forward.
+    interrupted: str | None = None
 
     @property
     def touched(self) -> int:
@@ -106,13 +110,16 @@ def _compare(store: Store, stored: Stored, current: list[FileStat], racy_after: 
             target.append(fs)
 
 
-def detect_changes(store: Store, db: IndexDB) -> Changes:
-    """Compare the files with what the index was built from (git or stat, then hash)."""
+def detect_changes(store: Store, db: IndexDB, *, generation: str | None = None) -> Changes:
+    """Compare the files with what the index was built from (git or stat, then hash).
+
+    ``generation``: the visibility generation read under the shared lock; a git answer
+    prefetched under another generation (a change set landed since) is not used."""
     snap = Snapshot.from_json(db.meta().get("snapshot"))
     racy_after = (snap.scan_ns if snap else 0) - RACY_NS
     tops = [store.records_rel, store.policies_rel]
     conn = db.conn
-    sus = suspects(str(store.root), tops, snap)
+    sus = suspects(str(store.root), tops, snap, generation=generation)
     out = Changes(method=sus.method)
     if not sus.full:
         paths = sorted(p for p in sus.paths if _watched(store, p))
@@ -177,6 +184,7 @@ def _delete_path(conn: sqlite3.Connection, path: str) -> int:
             conn.executemany("DELETE FROM anchors WHERE anchor = ? AND record_rowid = ?",
                              [(a, rowid) for a in anchors.split("\n")])
             conn.execute("DELETE FROM edges WHERE record_rowid = ?", (rowid,))
+            conn.execute("DELETE FROM history_versions WHERE record_rowid = ?", (rowid,))
             conn.execute("DELETE FROM records WHERE rowid = ?", (rowid,))
     conn.execute("DELETE FROM policies WHERE path = ?", (path,))
     conn.execute("DELETE FROM problems WHERE path = ?", (path,))
@@ -192,9 +200,16 @@ def _racy(snap: Snapshot) -> bool:
 
 @translating
 def refresh(store: Store, db: IndexDB) -> RefreshReport:
-    """Bring the index up to date with the files, touching only what changed."""
-    changes = detect_changes(store, db)
-    report = RefreshReport(method=changes.method)
+    """Bring the index up to date with the files, touching only what changed.
+
+    The files are read holding the visibility lock shared (:mod:`memidex.store.visibility`),
+    so every change set is seen whole: all its files old or all new."""
+    with visibility.shared(store.knowledge) as vis:
+        changes = detect_changes(store, db, generation=vis.generation)
+        if not changes.empty:
+            record_rows = [file_rows(store, fs) for fs in changes.records]
+            frows, prows, pproblems = policy_rows(store, changes.policies)
+    report = RefreshReport(method=changes.method, interrupted=vis.interrupted)
     conn = db.conn
     snapshot = changes.snapshot
     assert snapshot is not None
@@ -207,8 +222,6 @@ def refresh(store: Store, db: IndexDB) -> RefreshReport:
         return report
     stored_paths = {p for fs in (*changes.records, *changes.policies)
                     for p in _stored_one(conn, fs.relpath)}
-    record_rows = [file_rows(store, fs) for fs in changes.records]
-    frows, prows, pproblems = policy_rows(store, changes.policies)
     with db.begin_write():
         fp = int(db.meta().get("fingerprint", "0"), 16)
         for path in changes.deleted:

@@ -6,7 +6,8 @@ Secondary indexes are created after a bulk load (``POST_LOAD``), not before.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""The number of migrations: ``meta.schema_version`` of an index built by this memidex."""
 
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 
@@ -93,13 +94,85 @@ CREATE TABLE problems (
 );
 """,
     ),
+    (
+        # Every version of every record, so that a brief at an earlier ordinal is one
+        # query; and the runs the learning step will fill (empty until then).
+        "0002_versions_runs",
+        """
+-- The earlier versions (each record's `history`), one row each; the current version is
+-- the record's own row, so its text is not stored twice (see the `versions` view).
+CREATE TABLE history_versions (
+    record_rowid   INTEGER NOT NULL,
+    version        INTEGER NOT NULL,  -- 1 = the oldest; the current version is n + 1
+    id             TEXT NOT NULL,
+    product        TEXT NOT NULL,
+    kind           TEXT NOT NULL,
+    status         TEXT NOT NULL,
+    valid_from     INTEGER NOT NULL,
+    valid_until    INTEGER NOT NULL,
+    title          TEXT NOT NULL,
+    body           TEXT NOT NULL,
+    anchors        TEXT NOT NULL,     -- every anchor of that version, main anchor first
+    source         TEXT NOT NULL,
+    confirmations  INTEGER NOT NULL,
+    contradictions INTEGER NOT NULL,
+    last_confirmed INTEGER,
+    PRIMARY KEY (record_rowid, version)
+) WITHOUT ROWID;
+
+CREATE VIEW versions AS
+    SELECT rowid AS record_rowid, coalesce(json_array_length(history), 0) + 1 AS version,
+           id, product, kind, status, valid_from, valid_until, title, body, anchors,
+           source, confirmations, contradictions, last_confirmed, 1 AS current
+      FROM records
+    UNION ALL
+    SELECT record_rowid, version, id, product, kind, status, valid_from, valid_until,
+           title, body, anchors, source, confirmations, contradictions, last_confirmed,
+           0 AS current
+      FROM history_versions;
+
+CREATE TABLE runs (
+    run_id    TEXT PRIMARY KEY,
+    product   TEXT NOT NULL,
+    ordinal   INTEGER NOT NULL,
+    build_tag TEXT,
+    ci        INTEGER NOT NULL,       -- 1 when the run was on CI
+    tests     INTEGER NOT NULL,       -- how many tests, then how many of each verdict
+    passed    INTEGER NOT NULL,
+    failed    INTEGER NOT NULL,
+    skipped   INTEGER NOT NULL,
+    path      TEXT NOT NULL,          -- the frozen run file, under the state folder
+    sha256    TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE run_tests (
+    run_id     TEXT NOT NULL,
+    test_id    TEXT NOT NULL,
+    product    TEXT NOT NULL,
+    ordinal    INTEGER NOT NULL,
+    verdict    TEXT NOT NULL,         -- pass | fail | skip
+    root_cause TEXT,                  -- app-bug | test-bug | flaky | environment | unknown
+    steps      INTEGER NOT NULL,
+    failure    TEXT,                  -- the failure message, if any
+    PRIMARY KEY (run_id, test_id)
+) WITHOUT ROWID;
+""",
+    ),
 )
+
+REBUILT_BY: frozenset[str] = frozenset({"0002_versions_runs"})
+"""Migrations an older index is rebuilt for rather than migrated in place: they change
+what the rows hold (0002 fills `history_versions` from every record file and validates
+history windows and evidence more strictly), which only re-reading the files can do."""
 
 POST_LOAD = """
 CREATE INDEX IF NOT EXISTS records_by_id ON records(id);
 CREATE INDEX IF NOT EXISTS records_by_product ON records(product, status, kind);
 CREATE INDEX IF NOT EXISTS edges_by_dst ON edges(dst);
 CREATE INDEX IF NOT EXISTS problems_by_path ON problems(path);
+CREATE INDEX IF NOT EXISTS history_versions_by_product ON history_versions(product, valid_from);
+CREATE UNIQUE INDEX IF NOT EXISTS runs_by_ordinal ON runs(product, ordinal);
+CREATE INDEX IF NOT EXISTS run_tests_by_test ON run_tests(product, test_id, ordinal);
 """
 
 MIGRATIONS_TABLE = """
@@ -110,4 +183,6 @@ CREATE TABLE IF NOT EXISTS migrations (
 """
 
 TABLES = ("meta", "files", "records", "records_fts", "records_vocab", "anchors", "edges",
-          "policies", "problems", "migrations")
+          "policies", "problems", "history_versions", "versions", "runs", "run_tests",
+          "migrations")
+VIEWS = ("versions",)

@@ -11,11 +11,12 @@ Contract (``docs/records.md``):
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from memidex.errors import Problem, RecordError
 from memidex.records.digest import HASH_TAG, content_hash, verify_hash
-from memidex.records.model import Pairs, Record
+from memidex.records.model import HistoryEntry, Record, Scalar, Trust
 from memidex.records.validate import record_from_mapping
 from memidex.records.yamlfast import (
     dump_scalar,
@@ -93,8 +94,30 @@ def parse_record_bytes(data: bytes, path: str) -> Record:
     return parse_record(text, path)
 
 
-def _pairs_dict(pairs: Pairs) -> dict[str, Any]:
+def _pairs_dict(pairs: Iterable[tuple[str, Scalar]]) -> dict[str, Any]:
     return dict(pairs)
+
+
+def _trust_dict(t: Trust) -> dict[str, Any]:
+    return {"source": t.source, "confirmations": t.confirmations,
+            "contradictions": t.contradictions, "last_confirmed": t.last_confirmed}
+
+
+def _history_dict(h: HistoryEntry) -> dict[str, Any]:
+    """One earlier version: window, title and body, then trust, anchors and status when
+    known (an entry without them is written exactly as before they existed)."""
+    entry: dict[str, Any] = {
+        "valid": {"from": h.valid.from_, "until": h.valid.until},
+        "title": h.title,
+        "body": h.body,
+    }
+    if h.trust is not None:
+        entry["trust"] = _trust_dict(h.trust)
+    if h.anchors is not None:
+        entry["anchors"] = list(h.anchors)
+    if h.status is not None:
+        entry["status"] = h.status
+    return entry
 
 
 def dump_record(record: Record) -> str:
@@ -112,13 +135,7 @@ def dump_record(record: Record) -> str:
     lines.append(f"anchor: {dump_scalar(record.anchor)}")
     lines.append(f"anchors: {dump_value(list(record.anchors))}")
     lines.append(f"title: {dump_scalar(record.title)}")
-    trust = {
-        "source": t.source,
-        "confirmations": t.confirmations,
-        "contradictions": t.contradictions,
-        "last_confirmed": t.last_confirmed,
-    }
-    lines.append(f"trust: {dump_value(trust)}")
+    lines.append(f"trust: {dump_value(_trust_dict(t))}")
     lines.append(f"valid: {dump_value({'from': v.from_, 'until': v.until})}")
     relations = {
         "supersedes": list(r.supersedes),
@@ -132,13 +149,7 @@ def dump_record(record: Record) -> str:
         lines += [f"  - {dump_value(_pairs_dict(e))}" for e in record.evidence]
     if record.history:
         lines.append("history:")
-        for h in record.history:
-            entry = {
-                "valid": {"from": h.valid.from_, "until": h.valid.until},
-                "title": h.title,
-                "body": h.body,
-            }
-            lines.append(f"  - {dump_value(entry)}")
+        lines += [f"  - {dump_value(_history_dict(h))}" for h in record.history]
     lines.append("---")
     body = record.body.strip("\n").rstrip()
     return "\n".join(lines) + "\n" + (body + "\n" if body else "")

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # a search on the index reads no record file: no model import
-    from memidex.records.model import Record
+    from memidex.records.model import HistoryEntry, Record
 
 __all__ = ["record_dict", "summary", "summary_of"]
 
@@ -41,7 +41,9 @@ def summary_of(r: Record, path: str) -> dict[str, Any]:
 
 def record_dict(r: Record, path: str) -> dict[str, Any]:
     """Everything a record holds: :func:`summary_of` plus scope, body, relations,
-    evidence and history. ``anchors`` lists the further anchors only (main excluded)."""
+    evidence (each item as written) and history (each version's window, title, body,
+    status, further anchors and trust). ``anchors`` lists the further anchors only (main
+    excluded)."""
     out = summary_of(r, path)
     out["anchors"] = list(r.anchors)
     rel = r.relations
@@ -50,7 +52,16 @@ def record_dict(r: Record, path: str) -> dict[str, Any]:
         "relations": {"supersedes": list(rel.supersedes), "superseded_by": rel.superseded_by,
                       "cites": list(rel.cites), "contradicts": list(rel.contradicts)},
         "evidence": [dict(e) for e in r.evidence],
-        "history": [{"valid": {"from": h.valid.from_, "until": h.valid.until},
-                     "title": h.title, "body": h.body} for h in r.history],
+        "history": [_version(r, h) for h in r.history],
     })
     return out
+
+
+def _version(r: Record, h: HistoryEntry) -> dict[str, Any]:
+    """An earlier version, what the file leaves out filled in (``HistoryEntry.resolved``)."""
+    trust, anchors, status = h.resolved(r)
+    return {"valid": {"from": h.valid.from_, "until": h.valid.until}, "title": h.title,
+            "body": h.body, "status": status, "anchors": list(anchors),
+            "trust": {"source": trust.source, "confirmations": trust.confirmations,
+                      "contradictions": trust.contradictions,
+                      "last_confirmed": trust.last_confirmed}}

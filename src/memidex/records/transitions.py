@@ -50,8 +50,9 @@ def supersede_in_place(r: Record, *, title: str, body: str = "",
                        ordinal: int | None = None) -> Record:
     """A new version of the same belief from run ordinal ``ordinal`` (SPEC §2).
 
-    The current version moves into ``history`` with its window closed at ``ordinal``
-    (default: one past the last ordinal it is known to have held at); the new version is
+    The current version moves into ``history`` — its window closed at ``ordinal``
+    (default: one past the last ordinal it is known to have held at), with its title,
+    body, trust, anchors and status, all a replay inside that window needs; the new version is
     served from ``ordinal``, written by a person (``trust.source: human``, one
     confirmation at ``ordinal``), status active.
     """
@@ -67,7 +68,8 @@ def supersede_in_place(r: Record, *, title: str, body: str = "",
         raise UsageError(f"ordinal {n} must be after the current version's start "
                          f"({r.valid.from_})")
     until = n if r.valid.until is None else min(n, r.valid.until)
-    old = HistoryEntry(valid=Valid(r.valid.from_, until), title=r.title, body=r.body)
+    old = HistoryEntry(valid=Valid(r.valid.from_, until), title=r.title, body=r.body,
+                       trust=r.trust, anchors=r.anchors, status=r.status)
     return replace(r, status="active", title=title, body=body, valid=Valid(n, None),
                    trust=Trust(source="human", confirmations=1, contradictions=0,
                                last_confirmed=n),

@@ -13,9 +13,12 @@ from typing import Any
 from memidex.errors import Problem, RecordError
 from memidex.records.ids import ANCHOR_RE, ID_RE, PRODUCT_RE, record_id
 from memidex.records.model import (
+    EVIDENCE_KEY_ORDER,
     KINDS,
+    MAX_ORDINAL,
     SOURCES,
     STATUSES,
+    Evidence,
     HistoryEntry,
     Pairs,
     Record,
@@ -43,7 +46,8 @@ TOP_KEYS: tuple[str, ...] = (
 )
 _TOP_KEY_SET = frozenset(TOP_KEYS)
 REQUIRED = ("id", "kind", "status", "product", "anchor", "title")
-EVIDENCE_KEY_ORDER = ("run", "test", "step", "observed")
+_EVIDENCE_STR = ("run", "test", "observed", "check", "artifact")
+_HISTORY_KEYS = frozenset({"valid", "title", "body", "trust", "anchors", "status"})
 _TRUST_KEYS = ("source", "confirmations", "contradictions", "last_confirmed")
 _RELATION_KEYS = ("supersedes", "superseded_by", "cites", "contradicts")
 _TRUST_KEY_SET = frozenset(_TRUST_KEYS)
@@ -81,6 +85,11 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def _is_count(v: Any) -> bool:
+    """A run ordinal or a count: a whole number from 0 to :data:`MAX_ORDINAL`."""
+    return _is_int(v) and 0 <= v <= MAX_ORDINAL
+
+
 def _is_scalar(v: Any) -> bool:
     return v is None or isinstance(v, str | bool) or _is_int(v)
 
@@ -115,47 +124,66 @@ def _id_list(value: Any, c: _Collector, key: str) -> tuple[str, ...] | None:
     return tuple(sorted(set(value)))
 
 
-def _valid(value: Any, c: _Collector, key: str) -> Valid | None:
+def _valid(value: Any, c: _Collector, key: str, name: str | None = None,
+           closed: bool = False) -> Valid | None:
+    """A window; ``name`` is how the reason names it (``key`` gives the line), ``closed``
+    that ``until`` must be set (an earlier version's window)."""
+    name = name or key
     if value is None:
+        if closed:
+            c.add(key, f"`{name}` needs a closed window: `valid: {{from, until}}`")
+            return None
         return Valid()
     if not isinstance(value, dict) or set(value) - {"from", "until"}:
-        c.add(key, f"`{key}` must be a mapping with `from` and `until`")
+        c.add(key, f"`{name}` must be a mapping with `from` and `until`")
         return None
     start = value.get("from", 0)
     until = value.get("until")
-    if not _is_int(start) or start < 0:
-        c.add(key, f"`{key}.from` must be a run ordinal (a whole number >= 0)")
+    if not _is_count(start):
+        c.add(key, f"`{name}.from` must be a run ordinal (a whole number from 0 to "
+                   f"{MAX_ORDINAL})")
         return None
-    if until is not None and (not _is_int(until) or until <= start):
-        c.add(key, f"`{key}.until` must be null or a run ordinal greater than `from`")
+    if until is None and closed:
+        c.add(key, f"`{name}.until` must be set: an earlier version's window is closed "
+                   "(the first ordinal where it no longer held)")
+        return None
+    if until is not None and (not _is_count(until) or until <= start):
+        if closed:
+            c.add(key, f"`{name}.until` must be a run ordinal greater than `from` "
+                       f"(from {start}, until {_show(until)})")
+        else:
+            c.add(key, f"`{name}.until` must be null or a run ordinal greater than `from`")
         return None
     return Valid(from_=start, until=until)
 
 
-def _trust(value: Any, c: _Collector) -> Trust | None:
+def _trust(value: Any, c: _Collector, key: str = "trust", name: str = "trust"
+           ) -> Trust | None:
     if value is None:
         return Trust()
     if not isinstance(value, dict):
-        c.add("trust", "`trust` must be a mapping")
+        c.add(key, f"`{name}` must be a mapping")
         return None
     if not value.keys() <= _TRUST_KEY_SET:
         unknown = sorted(set(value) - _TRUST_KEY_SET, key=str)
-        c.add("trust", f"unknown key `trust.{unknown[0]}`")
+        c.add(key, f"unknown key `{name}.{_show(unknown[0], bare=True)}`")
         return None
     source = value.get("source", "local")
     if source not in SOURCES:
-        c.add("trust", f"`trust.source` must be one of {', '.join(SOURCES)}")
+        c.add(key, f"`{name}.source` must be one of {', '.join(SOURCES)}")
         return None
     counts = []
-    for name in ("confirmations", "contradictions"):
-        n = value.get(name, 0)
-        if not _is_int(n) or n < 0:
-            c.add("trust", f"`trust.{name}` must be a whole number >= 0")
+    for field in ("confirmations", "contradictions"):
+        n = value.get(field, 0)
+        if not _is_count(n):
+            c.add(key, f"`{name}.{field}` must be a whole number >= 0"
+                  + (f" (at most {MAX_ORDINAL})" if _is_int(n) and n > 0 else ""))
             return None
         counts.append(n)
     last = value.get("last_confirmed")
-    if last is not None and (not _is_int(last) or last < 0):
-        c.add("trust", "`trust.last_confirmed` must be null or a run ordinal")
+    if last is not None and not _is_count(last):
+        c.add(key, f"`{name}.last_confirmed` must be null or a run ordinal (0 to "
+                   f"{MAX_ORDINAL})")
         return None
     return Trust(source=source, confirmations=counts[0], contradictions=counts[1],
                  last_confirmed=last)
@@ -182,25 +210,98 @@ def _relations(value: Any, c: _Collector) -> Relations | None:
     return Relations(supersedes=sup, superseded_by=by, cites=cites, contradicts=contra)
 
 
-def _history(value: Any, c: _Collector) -> tuple[HistoryEntry, ...] | None:
+def _anchor_list(value: Any) -> list[str] | None:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(
+            isinstance(a, str) and ANCHOR_RE.fullmatch(a) and "\n" not in a for a in value):
+        return None
+    return value
+
+
+def _history(value: Any, c: _Collector, anchor: Any) -> tuple[HistoryEntry, ...] | None:
+    """Earlier versions: each window closed, oldest first, none overlapping the next."""
     if value is None:
         return ()
     if not isinstance(value, list):
         c.add("history", "`history` must be a list of earlier versions")
         return None
-    out = []
+    out: list[HistoryEntry] = []
     for i, item in enumerate(value):
-        if not isinstance(item, dict) or set(item) - {"valid", "title", "body"}:
-            c.add("history", f"`history[{i}]` must be a mapping of valid, title and body")
+        name = f"history[{i}]"
+        if not isinstance(item, dict) or not item.keys() <= _HISTORY_KEYS:
+            c.add("history", f"`{name}` must be a mapping of valid, title, body and "
+                             "optionally trust, anchors and status")
             return None
-        valid = _valid(item.get("valid"), c, "history")
+        valid = _valid(item.get("valid"), c, "history", "history" if "valid" in item
+                       else name, closed=True)
         title, body = item.get("title"), item.get("body", "")
         if not isinstance(title, str) or not title or not isinstance(body, str):
-            c.add("history", f"`history[{i}]` needs a string title (and a string body)")
+            c.add("history", f"`{name}` needs a string title (and a string body)")
             return None
         if valid is None:
             return None
-        out.append(HistoryEntry(valid=valid, title=title, body=body))
+        trust = None
+        if "trust" in item:
+            trust = _trust(item["trust"], c, "history", f"{name}.trust")
+            if trust is None:
+                return None
+        anchors = None
+        if "anchors" in item:
+            raw = _anchor_list(item["anchors"])
+            if raw is None:
+                c.add("history", f"`{name}.anchors` must be a list of type:value strings")
+                return None
+            anchors = tuple(sorted({a for a in raw if a != anchor}))
+        status = item.get("status")
+        if status is not None and status not in STATUSES:
+            c.add("history", f"`{name}.status` must be one of {', '.join(STATUSES)}, "
+                             f"not {_show(status)}")
+            return None
+        prev = out[-1].valid if out else None
+        if prev is not None and valid.from_ < (prev.until or 0):
+            c.add("history", f"`{name}` (runs {valid.from_}..{valid.until}) must start at or "
+                             f"after the end of history[{i - 1}] (runs {prev.from_}.."
+                             f"{prev.until}): versions are listed oldest first and their "
+                             "windows do not overlap")
+            return None
+        out.append(HistoryEntry(valid=valid, title=title, body=body, trust=trust,
+                                anchors=anchors, status=status))
+    return tuple(out)
+
+
+def _evidence(value: Any, c: _Collector) -> tuple[Evidence, ...] | None:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        c.add("evidence", "`evidence` must be a list of mappings")
+        return None
+    out = []
+    for i, item in enumerate(value):
+        pairs = _pairs(item, c, "evidence", EVIDENCE_KEY_ORDER)
+        if pairs is None:
+            return None
+        known: dict[str, Any] = {}
+        extra = []
+        for k, v in pairs:
+            if k == "step" or k in _EVIDENCE_STR:
+                known[k] = v
+            else:
+                extra.append((k, v))
+        for k in _EVIDENCE_STR:
+            if known.get(k) is not None and not isinstance(known[k], str):
+                c.add("evidence", f"`evidence[{i}].{k}` must be a string, not "
+                                  f"{_show(known[k])} (quote it: YAML reads yes, no, on, "
+                                  "off, null and numbers as other types)")
+                return None
+        step = known.get("step")
+        if step is not None and not _is_count(step):
+            c.add("evidence", f"`evidence[{i}].step` must be a step index (a whole number "
+                              f">= 0), not {_show(step)}")
+            return None
+        out.append(Evidence(run=known.get("run"), test=known.get("test"), step=step,
+                            observed=known.get("observed"), check=known.get("check"),
+                            artifact=known.get("artifact"), extra=tuple(extra)))
     return tuple(out)
 
 
@@ -247,17 +348,15 @@ def record_from_mapping(
     trust = _trust(data.get("trust"), c)
     valid = _valid(data.get("valid"), c, "valid")
     relations = _relations(data.get("relations"), c)
-    history = _history(data.get("history"), c)
-    evidence_raw = data.get("evidence") or []
-    evidence: list[Pairs] = []
-    if not isinstance(evidence_raw, list):
-        c.add("evidence", "`evidence` must be a list of mappings")
-    else:
-        for item in evidence_raw:
-            pairs = _pairs(item, c, "evidence", EVIDENCE_KEY_ORDER)
-            if pairs is None:
-                break
-            evidence.append(pairs)
+    history = _history(data.get("history"), c, anchor)
+    evidence = _evidence(data.get("evidence"), c)
+    if valid is not None and history:
+        last = history[-1].valid
+        assert last.until is not None
+        if last.until > valid.from_:
+            c.add("history", f"`history[{len(history) - 1}]` ends at {last.until}, after "
+                             f"`valid.from` ({valid.from_}): the current version begins "
+                             "where the last earlier one ends, or later")
     # The id is checked whenever what it is derived from is valid, so a file with other
     # problems still learns its expected id in the same report.
     if (
@@ -278,7 +377,7 @@ def record_from_mapping(
     assert isinstance(rid, str) and isinstance(kind, str) and isinstance(status, str)
     assert isinstance(product, str) and isinstance(anchor, str) and isinstance(title, str)
     assert scope is not None and trust is not None and valid is not None
-    assert relations is not None and history is not None
+    assert relations is not None and history is not None and evidence is not None
     anchors = tuple(sorted({a for a in anchors_raw if a != anchor}))
     return Record(
         id=rid,
@@ -292,7 +391,7 @@ def record_from_mapping(
         trust=trust,
         valid=valid,
         relations=relations,
-        evidence=tuple(evidence),
+        evidence=evidence,
         history=history,
         body=body,
     )
