@@ -27,9 +27,10 @@ demo: $(STAMP) bytecode
 	$(BIN)/memidex knowledge search "place order disabled"
 	$(BIN)/memidex knowledge check
 
-## test: lint, type-check and the test suite
+## test: lint, type-check and the test suite, with the coverage of src/ (gated)
+COV_MIN ?= 88  # measured 89.97% of src/ (subprocesses included); see pyproject
 test: $(STAMP) lint
-	$(BIN)/pytest
+	$(BIN)/pytest --cov --cov-report=term-missing:skip-covered --cov-fail-under=$(COV_MIN)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench scripts
@@ -39,9 +40,10 @@ lint: $(STAMP)
 bench: $(STAMP) bytecode
 	$(BIN)/python bench/run.py --n $(N)
 
-## docs: regenerate docs/cli.md from --help (a test checks it is current)
+## docs: regenerate docs/cli.md from --help and the diagram in docs/architecture.md (tests check both)
 docs: $(STAMP)
 	$(BIN)/python scripts/gen_cli_docs.py
+	$(BIN)/python scripts/import_graph.py --write
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -57,3 +57,17 @@ def test_readme_leads_with_the_two_commands() -> None:
     assert "make demo" in head and "make test" in head
     ci = (REPO_ROOT / ".ci/run").read_text(encoding="utf-8")
     assert "make test" in ci
+
+
+def test_architecture_diagram_is_current() -> None:
+    spec = importlib.util.spec_from_file_location("import_graph",
+                                                  REPO_ROOT / "scripts/import_graph.py")
+    assert spec and spec.loader
+    graph = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(graph)
+    text = (REPO_ROOT / "docs/architecture.md").read_text(encoding="utf-8")
+    block = graph.render()
+    assert block.startswith("```mermaid\nflowchart TD\n") and "    app --> search\n" in block
+    assert graph.replace_block(text, block) == text, \
+        "docs/architecture.md is stale: run `make docs`"
+    assert text.count("```mermaid") == 1

@@ -132,7 +132,14 @@ def test_any_identity_change_breaks_the_id(old: str, new: str) -> None:
 
 
 def test_wording_does_not_change_the_id() -> None:
-    parse_record(edit(("title: Place order", "title: The place order")), "r.md")
+    # title and body are wording: the same id still validates (no "expected ..." problem)
+    base = parse_record(BASE, "r.md")
+    reworded = parse_record(edit(("title: Place order", "title: The place order"),
+                                 ("The **Place order** button", "The order button")), "r.md")
+    assert reworded.title == "The place order stays disabled until the terms box is ticked"
+    assert reworded.body != base.body
+    assert reworded.id == base.id == record_id("fact", "el:button:place-order", "shop-web",
+                                               {"page": "/checkout"})
 
 
 def test_badly_formed_id() -> None:

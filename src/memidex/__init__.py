@@ -1,8 +1,39 @@
 """memidex: a git-native knowledge store for AI testing agents.
 
-The library API is :class:`memidex.app.Memidex`; the CLI is a thin layer over it.
-Imports here stay light so that ``memidex --help`` starts fast.
+The library API is :class:`memidex.Memidex` (defined in :mod:`memidex.app`); the CLI is
+a thin layer over it. ``import memidex`` stays light so that ``memidex --help`` and a
+search start fast: the names below are imported on first use (PEP 562).
 """
 
-__version__ = "0.1.0"
-__all__ = ["__version__"]
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from memidex._version import __version__
+
+if TYPE_CHECKING:
+    from memidex.app import Memidex
+    from memidex.errors import MemidexError
+
+__all__ = ["Memidex", "MemidexError", "__version__"]
+
+# name -> the module that defines it, imported on first access
+_LAZY = {
+    "Memidex": "memidex.app",
+    "MemidexError": "memidex.errors",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memidex' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from memidex import __version__
+from memidex._version import __version__
 from memidex.cli.fast import open_memidex
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 __all__ = [
     "COLUMN_WEIGHTS",
@@ -66,7 +66,6 @@ class SearchHit:
     product: str
     matched: int = 0
     terms: int = 0
-    extra: dict[str, object] = field(default_factory=dict, compare=False)
 
     def as_dict(self) -> dict[str, object]:
         return {

@@ -25,7 +25,7 @@ from memidex.store import fsio
 if TYPE_CHECKING:
     from memidex.records.model import Policy, Record
 
-__all__ = ["DirScan", "FileStat", "LoadedRecord", "StagedFile", "Store"]
+__all__ = ["DirScan", "FileStat", "LoadedRecord", "StagedFile", "Store", "check_rel"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +65,14 @@ class StagedFile:
     sha256: str
 
 
+def check_rel(relpath: str) -> str:
+    """The one path-escape check: ``relpath`` must be relative and free of ``..`` parts
+    (and NUL). Returns it unchanged, or raises :class:`UnsafePathError`."""
+    if relpath.startswith("/") or "/../" in f"/{relpath}/" or "\0" in relpath:
+        raise UnsafePathError(f"{relpath!r} leaves the repository")
+    return relpath
+
+
 class Store:
     """Paths and file I/O of one repository's knowledge folder and policies."""
 
@@ -96,15 +104,20 @@ class Store:
 
     def abspath(self, relpath: str) -> Path:
         """A stored root-relative path back to a file, refusing escapes."""
-        if relpath.startswith("/") or ".." in relpath.split("/"):
-            raise UnsafePathError(f"{relpath!r} leaves the repository")
-        return self.root / relpath
+        return self.root / check_rel(relpath)
+
+    def record_file(self, relpath: str) -> Path:
+        """A root-relative path that must name a record file (``*.md``) whose folder,
+        symlinks resolved, is inside the records folder: what the writer may replace."""
+        path = self.abspath(relpath)
+        records = self.records_dir.resolve()
+        if not path.name.endswith(".md") or not path.parent.resolve().is_relative_to(records):
+            raise UnsafePathError(f"{relpath!r} is not a record file of this knowledge folder")
+        return path
 
     def read_rel(self, relpath: str) -> bytes:
         """The bytes of a root-relative file (the hot path: no pathlib)."""
-        if relpath.startswith("/") or "/../" in f"/{relpath}/":
-            raise UnsafePathError(f"{relpath!r} leaves the repository")
-        with open(os.path.join(self.root, relpath), "rb") as f:
+        with open(os.path.join(self.root, check_rel(relpath)), "rb") as f:
             return f.read()
 
     # --- reading -------------------------------------------------------------------
@@ -217,9 +230,7 @@ class Store:
 
     def read_with_stat(self, relpath: str) -> tuple[bytes, FileStat]:
         """The bytes of a file and the stat of exactly the file they were read from."""
-        if relpath.startswith("/") or "/../" in f"/{relpath}/":
-            raise UnsafePathError(f"{relpath!r} leaves the repository")
-        with open(os.path.join(self.root, relpath), "rb") as f:
+        with open(os.path.join(self.root, check_rel(relpath)), "rb") as f:
             st = os.fstat(f.fileno())
             data = f.read()
         return data, FileStat(relpath, st.st_size, st.st_mtime_ns, st.st_ino)

@@ -2,9 +2,9 @@
 
 The only truth about the lease: one ``lease`` row (epoch, token, holder, heartbeat)
 changed only inside ``BEGIN IMMEDIATE`` transactions, and the ``applied`` table of
-committed write steps. When the file is missing or damaged it is recreated under an
-``flock`` seeded above every epoch still visible, and the old file is moved aside, so a
-holder of the old file is fenced because its file is no longer the one on disk.
+committed write steps. When the file is missing or damaged it is recreated under a
+file lock (``filelock``), seeded above every epoch still visible, and the old file is
+moved aside, so a holder of the old file is fenced because its file is no longer the one on disk.
 """
 
 from __future__ import annotations
@@ -225,20 +225,24 @@ class Authority:
         return conn, before
 
     def _recreate(self) -> None:
-        """Create the authority DB, or replace a damaged one, under an exclusive flock."""
-        lock_fd = os.open(self.folder / RECOVERY_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        """Create the authority DB, or replace a damaged one, under an exclusive file lock.
+
+        The recovery lock is an ordinary OS lock on its own file, so it is filelock's
+        (``flock`` on Unix, ``LockFileEx`` on Windows). The lock file is never deleted
+        (``preserve_lock_file``; filelock 3.20.4–3.29.4 unlinked it on release, which let
+        two processes hold it at once), and filelock's soft-file fallback is off with it:
+        a marker file would outlive a crashed holder.
+        """
+        from filelock import FileLock, Timeout
+
+        lock = FileLock(self.folder / RECOVERY_LOCK, timeout=max(self.busy_timeout, 1.0),
+                        poll_interval=0.02, preserve_lock_file=True, is_singleton=False)
         try:
-            deadline = time.monotonic() + max(self.busy_timeout, 1.0)
-            while True:
-                try:
-                    fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        raise LeaseHeldError(
-                            "writer authority database is being recreated by another process"
-                        ) from None
-                    time.sleep(0.02)
+            lock.acquire()
+        except Timeout:
+            raise LeaseHeldError(
+                "writer authority database is being recreated by another process") from None
+        try:
             try:
                 conn, _ = self._open_existing()
                 conn.close()
@@ -247,7 +251,7 @@ class Authority:
                 pass
             self._replace_db()
         finally:
-            os.close(lock_fd)  # closing releases the flock; the lock file is never deleted
+            lock.release()  # unlocks; the lock file stays for the next recovery
 
     def _seed(self, salvaged: int) -> int:
         seen = [
@@ -286,6 +290,10 @@ class Authority:
         lock is SQLite's own: byte 120 of the ``-shm`` file (``WAL_WRITE_LOCK``), taken
         with ``fcntl`` like the unix VFS does. Nothing else in this process has that
         file open (no SQLite connection could open the damaged database).
+
+        This one stays ``fcntl`` and not filelock: it must be the very byte-range POSIX
+        lock SQLite takes (filelock takes a whole-file ``flock`` on a file of its own,
+        which SQLite would never see).
         """
         shm = Path(f"{self.db}-shm")
         try:

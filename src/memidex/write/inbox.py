@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memidex import errors
+import memidex.errors as errors
 from memidex.errors import InvalidInputError, LeaseError, MemidexError, RecordError
 from memidex.records.codec import dump_record, parse_record_bytes
 from memidex.store.fsio import atomic_write, dump_json, read_json
