@@ -1,0 +1,250 @@
+"""``memidex knowledge review [BASE] [HEAD]``: what a branch changes in knowledge.
+
+The changed record files come from ``git diff --name-status`` between the two
+revisions (HEAD absent: the working tree, untracked records included); both versions of
+each are read from git's object store through one ``git cat-file --batch`` process per
+revision, never from a checkout. Each change gets one verb — added, promoted, confirmed,
+superseded, deprecated, quarantined, purged, changed — and some need a human look: a
+record a person wrote changed by automation, an active record retired, a rewrite of
+more than half of a title and body, a record that fails validation, a possible secret.
+"""
+
+from __future__ import annotations
+
+import difflib
+import subprocess
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memidex.errors import RecordError, UsageError
+
+__all__ = ["REWRITE_THRESHOLD", "Change", "ReviewReport", "classify", "review"]
+
+REWRITE_THRESHOLD = 0.5
+"""A title and body rewritten by more than this fraction (1 - difflib ratio) without a new
+version needs a human look."""
+_RETIRED = ("deprecated", "superseded", "quarantined")
+
+
+@dataclass
+class Change:
+    """One changed record file."""
+
+    verb: str
+    path: str
+    id: str
+    product: str
+    title: str
+    kind: str = ""
+    old: dict[str, Any] | None = None  # {title, body, status, trust}
+    new: dict[str, Any] | None = None
+    attention: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"verb": self.verb, "path": self.path, "id": self.id, "product": self.product,
+                "kind": self.kind, "title": self.title, "old": self.old, "new": self.new,
+                "attention": self.attention}
+
+
+@dataclass
+class ReviewReport:
+    base: str
+    head: str
+    changes: list[Change] = field(default_factory=list)
+
+    @property
+    def attention(self) -> list[Change]:
+        return [c for c in self.changes if c.attention]
+
+    def by_product(self) -> dict[str, list[Change]]:
+        out: dict[str, list[Change]] = {}
+        for c in sorted(self.changes, key=lambda c: (c.product, _ORDER.get(c.verb, 99),
+                                                     c.id, c.path)):
+            out.setdefault(c.product, []).append(c)
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        products = {p: {verb: [c.as_dict() for c in cs if c.verb == verb]
+                        for verb in VERBS if any(c.verb == verb for c in cs)}
+                    for p, cs in self.by_product().items()}
+        return {"base": self.base, "head": self.head, "count": len(self.changes),
+                "products": products,
+                "attention": [{"path": c.path, "id": c.id, "reasons": c.attention}
+                              for c in self.attention]}
+
+
+VERBS = ("added", "promoted", "confirmed", "superseded", "deprecated", "quarantined",
+         "purged", "changed")
+_ORDER = {v: i for i, v in enumerate(VERBS)}
+
+
+def _git(root: Path, *args: str) -> str:
+    out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
+                         check=False)
+    if out.returncode != 0:
+        raise UsageError((out.stderr.strip().splitlines() or ["git failed"])[-1],
+                         hint="give revisions git knows (a branch, tag or commit)")
+    return out.stdout
+
+
+def default_base(root: Path) -> str:
+    """The merge base of HEAD with the default branch (``origin/HEAD``, else ``main``,
+    ``master``, their ``origin/`` copies), else HEAD itself."""
+    candidates = []
+    head = subprocess.run(["git", "symbolic-ref", "-q", "refs/remotes/origin/HEAD"],
+                          cwd=root, capture_output=True, text=True, check=False)
+    if head.returncode == 0 and head.stdout.strip():
+        candidates.append(head.stdout.strip())
+    candidates += ["origin/main", "origin/master", "main", "master"]
+    for ref in candidates:
+        out = subprocess.run(["git", "merge-base", "HEAD", ref], cwd=root,
+                             capture_output=True, text=True, check=False)
+        if out.returncode == 0 and out.stdout.strip():
+            return out.stdout.strip()
+    return "HEAD"
+
+
+def _changed(root: Path, base: str, head: str | None, under: str
+             ) -> list[tuple[str, str]]:
+    """(status letter, path) of the record files that differ."""
+    args = ["diff", "--name-status", "-z", "--no-renames", base]
+    if head is not None:
+        args.append(head)
+    parts = _git(root, *args, "--", under).split("\0")
+    out = [(parts[i][:1], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
+    if head is None:
+        others = _git(root, "ls-files", "-z", "--others", "--exclude-standard", "--", under)
+        out += [("A", p) for p in others.split("\0") if p]
+    return [(s, p) for s, p in out if p.endswith(".md")]
+
+
+def _cat(root: Path, rev: str, paths: Sequence[str]) -> dict[str, bytes]:
+    """The blobs ``rev:path`` through one ``git cat-file --batch``."""
+    if not paths:
+        return {}
+    request = "".join(f"{rev}:{p}\n" for p in paths).encode("utf-8")
+    out = subprocess.run(["git", "cat-file", "--batch"], cwd=root, input=request,
+                         capture_output=True, check=False).stdout
+    blobs: dict[str, bytes] = {}
+    at = 0
+    for p in paths:
+        nl = out.index(b"\n", at)
+        header = out[at:nl].split()
+        at = nl + 1
+        if len(header) == 3 and header[1] == b"blob":
+            size = int(header[2])
+            blobs[p] = out[at:at + size]
+            at += size + 1
+    return blobs
+
+
+def _summary(r: Any) -> dict[str, Any]:
+    t = r.trust
+    return {"title": r.title, "body": r.body, "status": r.status,
+            "valid": {"from": r.valid.from_, "until": r.valid.until},
+            "trust": {"source": t.source, "confirmations": t.confirmations,
+                      "contradictions": t.contradictions,
+                      "last_confirmed": t.last_confirmed}}
+
+
+def classify(path: str, old: Any, new: Any) -> Change:
+    """The verb and the human-look reasons of one change (``old``/``new``: a record, or
+    ``None`` when the file is absent on that side)."""
+    r = new if new is not None else old
+    change = Change("changed", path, r.id, r.product, r.title, r.kind,
+                    _summary(old) if old is not None else None,
+                    _summary(new) if new is not None else None)
+    if old is None:
+        change.verb = "added"
+        return change
+    if new is None:
+        change.verb = "purged"
+        if old.status in ("active", "candidate"):
+            change.attention.append(f"an {old.status} record purged")
+        return change
+    if new.valid.from_ != old.valid.from_ or (
+            new.status == "superseded" and old.status != "superseded"):
+        change.verb = "superseded"
+    elif new.status != old.status and new.status in ("deprecated", "quarantined"):
+        change.verb = new.status
+    elif old.status == "candidate" and new.status == "active":
+        change.verb = "promoted"
+    elif (new.trust.confirmations, new.trust.last_confirmed or 0) > (
+            old.trust.confirmations, old.trust.last_confirmed or 0):
+        change.verb = "confirmed"
+    if old.status == "active" and new.status in _RETIRED:
+        change.attention.append(f"an active record {new.status}")
+    if old.trust.source == "human" and new.trust.source != "human":
+        change.attention.append(f"written by a person, changed by automation "
+                                f"(source {new.trust.source})")
+    same_version = new.valid.from_ == old.valid.from_
+    if same_version and (old.title, old.body) != (new.title, new.body):
+        ratio = difflib.SequenceMatcher(None, f"{old.title}\n{old.body}",
+                                        f"{new.title}\n{new.body}").ratio()
+        if 1 - ratio > REWRITE_THRESHOLD:
+            change.attention.append(f"rewritten without a new version "
+                                    f"({round((1 - ratio) * 100)}% changed)")
+    return change
+
+
+def review(root: Path, records_rel: str, base: str | None = None, head: str | None = None,
+           *, secrets: Sequence[tuple[str, str]] = (), allow: Iterable[str] = (),
+           scan: bool = True) -> ReviewReport:
+    """What ``head`` (default: the working tree) changes in the records under
+    ``records_rel`` since ``base`` (default: :func:`default_base`)."""
+    from memidex.records.codec import parse_record_bytes
+
+    for rev in (base, head):
+        if rev is not None:
+            try:
+                _git(root, "rev-parse", "--verify", "--end-of-options", f"{rev}^{{commit}}")
+            except UsageError as exc:
+                raise UsageError(f"unknown revision {rev!r} ({exc.message})",
+                                 hint=exc.hint) from None
+    base_rev = base or default_base(root)
+    changed = _changed(root, base_rev, head, records_rel)
+    old_blobs = _cat(root, base_rev, [p for s, p in changed if s != "A"])
+    if head is None:
+        new_blobs = {}
+        for s, p in changed:
+            if s != "D":
+                try:
+                    new_blobs[p] = (root / p).read_bytes()
+                except OSError:
+                    continue
+    else:
+        new_blobs = _cat(root, head, [p for s, p in changed if s != "D"])
+    report = ReviewReport(base_rev, head or "working tree")
+    scanned: list[tuple[str, bytes]] = []
+    for _status, path in changed:
+        old = new = None
+        problem = ""
+        if path in old_blobs:
+            try:
+                old = parse_record_bytes(old_blobs[path], path)
+            except RecordError:
+                old = None
+        if path in new_blobs:
+            scanned.append((path, new_blobs[path]))
+            try:
+                new = parse_record_bytes(new_blobs[path], path)
+            except RecordError as exc:
+                problem = str(exc.problem)
+        if new is None and old is None:
+            name = path.rsplit("/", 1)[-1].removesuffix(".md")
+            change = Change("changed", path, name, "?", name)
+        else:
+            change = classify(path, old, new)
+        if problem:
+            change.verb = "changed" if old is not None else "added"
+            change.attention.append(f"fails validation: {problem}")
+        report.changes.append(change)
+    if scan and scanned:
+        from memidex.review.secrets import scan_records
+
+        by_path = {c.path: c for c in report.changes}
+        for f in scan_records(scanned, secrets, allow):
+            by_path[f.path].attention.append(str(f.problem()))
+    return report
