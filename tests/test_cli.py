@@ -75,7 +75,8 @@ def test_init_twice_changes_nothing(tmp_path: Path) -> None:
     before = _snapshot(root)
     second = run_cli(root, "init", "--json", check=True)
     assert json.loads(second.stdout) == {"root": str(root.resolve()), "created": [],
-                                         "changed": False}
+                                         "changed": False, "product": "new",
+                                         "warnings": []}
     assert _snapshot(root) == before
     ignore = (root / ".gitignore").read_text()
     assert "agent-qa-knowledge/memory/index/" in ignore and ".agent-qa/" in ignore
@@ -185,7 +186,7 @@ def test_check_rejects_an_id_that_does_not_match_content(repo: Path) -> None:
     path.write_text(text)
     out = run_cli(repo, "knowledge", "check", "--format", "json")
     assert out.returncode == 1
-    problems = json.loads(out.stdout)["problems"]
+    problems = json.loads(out.stdout)["errors"]
     assert problems[0]["line"] == 2
     assert "id does not match its content" in problems[0]["reason"]
     gh = run_cli(repo, "knowledge", "check", "--format", "github")
@@ -203,7 +204,7 @@ def test_check_finds_duplicates_missing_relations_and_misplaced_files(repo: Path
     (repo / "agent-qa-knowledge/memory/records/caution" / f"{rec.id}.md").write_text(
         dump_record(rec))
     report = json.loads(run_cli(repo, "knowledge", "check", "--format", "json").stdout)
-    reasons = " | ".join(p["reason"] for p in report["problems"])
+    reasons = " | ".join(p["reason"] for p in report["errors"])
     assert "duplicate id" in reasons
     assert "fact-gone-0000000000000000" in reasons
     assert "belongs at" in reasons
@@ -248,13 +249,16 @@ def test_show_by_prefix_list_and_add(repo: Path) -> None:
 
 
 def test_add_masks_secrets_and_rejects_bad_anchor(repo: Path) -> None:
+    import os
+
+    home = os.environ["HOME"]  # the isolated HOME the autouse fixture sets
     (repo / ".agent-qa/secrets.yaml").write_text("shop_password: hunter2-secret\n")
     out = run_cli(repo, "knowledge", "add", "--kind", "fact", "--anchor", "page:/login",
                   "--title", "Login with hunter2-secret works", "--body",
-                  "Typed hunter2-secret from /home/alice/creds.txt", "--json", check=True)
+                  f"Typed hunter2-secret from {home}/creds.txt", "--json", check=True)
     text = (repo / json.loads(out.stdout)["path"]).read_text()
     assert "hunter2-secret" not in text and "[secret:shop_password]" in text
-    assert "/home/alice" not in text
+    assert home not in text and "~/creds.txt" in text
     bad = run_cli(repo, "knowledge", "add", "--kind", "fact", "--anchor", "../../etc",
                   "--title", "x")
     assert bad.returncode == 4 and bad.stderr.startswith("error: anchor")

@@ -54,7 +54,8 @@ def test_init_uses_the_configured_folders_and_is_idempotent(tmp_path: Path) -> N
               p.as_posix()}
     second = run_cli(root, "init", "--json", check=True)
     assert json.loads(second.stdout) == {"root": str(root.resolve()), "created": [],
-                                         "changed": False}
+                                         "changed": False, "product": None,
+                                         "warnings": []}
     after = {p: p.read_bytes() for p in root.rglob("*") if p.is_file() and ".git/" not in
              p.as_posix()}
     assert after == before

@@ -24,9 +24,12 @@ app = typer.Typer(
     name="memidex",
     help="A git-native knowledge store for AI testing agents: committed records, a derived "
     "SQLite index, search and health checks. Records live in "
-    "agent-qa-knowledge/memory/records/; the index is derived and always safe to delete.",
+    "agent-qa-knowledge/memory/records/; the index is derived and always safe to delete. "
+    "With --json every command prints one JSON object on stdout (docs/schemas/); an error "
+    "prints {\"error\": {code, message, hint, exit_code}} there as well as one error: line "
+    "on stderr.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, pwsh)
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
@@ -51,7 +54,8 @@ ProductOpt = Annotated[
                  "memidex.toml)."),
 ]
 AllProductsOpt = Annotated[
-    bool, typer.Option("--all-products", help="Search every product (explicitly unscoped).")
+    bool, typer.Option("--all-products", help="Every product instead of one (explicitly "
+                       "unscoped).")
 ]
 KindOpt = Annotated[
     list[str] | None,

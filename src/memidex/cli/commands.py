@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -24,24 +24,67 @@ from memidex.cli.base import (
     knowledge,
     memidex,
 )
-from memidex.cli.fast import RebuildArgs, SearchArgs, run_rebuild, run_search
+from memidex.cli.fast import RebuildArgs, SearchArgs, open_memidex, run_rebuild, run_search
 from memidex.errors import ProblemsFound, UsageError
+
+if TYPE_CHECKING:
+    from memidex.app import Memidex
 
 __all__ = ["STATE", "app", "knowledge"]
 
 # --- init and doctor -----------------------------------------------------------------
 
 
-@app.command()
-def init(json_out: JsonOpt = False) -> None:
-    """Create the memidex layout here (records, policies, memidex.toml, .gitignore entries).
+BODY_FILE_MAX = 1 << 20
+"""The largest --body-file memidex reads (1 MiB): a record is a note a person reviews."""
 
-    Idempotent: running it again changes nothing.
+
+def _read_body_file(name: str) -> str:
+    """The text of ``--body-file`` (``-``: standard input), refused above
+    :data:`BODY_FILE_MAX` bytes or when it is not UTF-8 — never read whole first."""
+    from memidex.errors import InvalidInputError
+
+    try:
+        if name == "-":
+            data = sys.stdin.buffer.read(BODY_FILE_MAX + 1)
+        else:
+            with open(name, "rb") as f:
+                data = f.read(BODY_FILE_MAX + 1)
+        if len(data) > BODY_FILE_MAX:
+            raise InvalidInputError(f"--body-file {name} is over {BODY_FILE_MAX} bytes",
+                                    hint="a record's body is a note for a reviewer: "
+                                    "keep it short, link to large artifacts")
+        return data.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(f"cannot read --body-file {name}: {exc}") from None
+
+
+@app.command()
+def init(
+    product: Annotated[
+        str | None,
+        typer.Option("--product", "-p", help="The default product written to memidex.toml "
+                     "(default: the git remote's repository name, else the folder name)."),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Create the memidex layout here (records, policies, memidex.toml naming the product,
+    .gitignore entries) and build the empty index.
+
+    Idempotent: running it again changes nothing. Warns when not inside a git repository.
+
+    --json: {root, created, changed, product, warnings} (docs/schemas/init.schema.json).
     """
     from memidex.store.layout import init_repository, init_root
 
     root = STATE.root.resolve() if STATE.root else init_root(Path.cwd())
-    report = init_repository(root)
+    report = init_repository(root, product=product)
+    for warning in report.warnings:
+        sys.stderr.write(f"warning: {warning}\n")
+    with open_memidex(root) as m:
+        built = _build_missing_index(m, quiet=json_out)
+    if built:
+        report.created.append(built)
     if json_out:
         from memidex.cli.render import print_json
 
@@ -51,8 +94,29 @@ def init(json_out: JsonOpt = False) -> None:
         sys.stdout.write(f"initialised memidex in {root}\n")
         for item in report.created:
             sys.stdout.write(f"  created {item}\n")
+        if report.product_source:
+            sys.stdout.write(f"  product {report.product} ({report.product_source}; "
+                             "change it in memidex.toml)\n")
     else:
         sys.stdout.write(f"memidex is already initialised in {root}; nothing changed\n")
+
+
+def _build_missing_index(m: Memidex, *, quiet: bool) -> str | None:
+    """Build the index when there is none yet (``init``), so ``doctor`` and ``search``
+    answer from it at once after the first ``add``; the index path built, or None. A
+    writer holding the lease (a daemon) leaves it to a later rebuild."""
+    from memidex.cli import plain
+    from memidex.errors import LeaseError
+
+    path = m.config.index_path
+    if path.exists():
+        return None
+    try:
+        plain.with_progress("indexing records", lambda cb: m.rebuild_index(progress=cb),
+                            quiet=quiet)
+    except LeaseError:
+        return None
+    return m.store.rel(path) + " (index)"
 
 
 @app.command()
@@ -60,6 +124,9 @@ def doctor(json_out: JsonOpt = False) -> None:
     """Report the search level, index health, staleness, record errors, lease and config.
 
     Exits 1 when something is unhealthy (no index, a damaged index, or bad records).
+
+    --json: {healthy, level, levels, index, records: {count, errors: [{path, line,
+    reason}]}, lease, yaml, config} (docs/schemas/doctor.schema.json).
     """
     from memidex.cli import views
 
@@ -89,6 +156,9 @@ def rebuild_index(
 
     Readers never see a half-built index; two rebuilds over the same files give the same
     contents.
+
+    --json: {path (relative to the root), records, policies, seconds, errors: [{path,
+    line, reason}]} (docs/schemas/rebuild-index.schema.json).
     """
     run_rebuild(RebuildArgs(root=STATE.root, jobs=jobs, json_out=json_out))
 
@@ -105,10 +175,16 @@ def search(
                      "status (default: active and candidate)."),
     ] = None,
     anchor: AnchorOpt = None,
-    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="Results to show.")] = 10,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="Show at most this many "
+                                       "results.")] = 10,
     json_out: JsonOpt = False,
 ) -> None:
-    """Full-text search (BM25) scoped to one product, best first, with snippets."""
+    """Full-text search (BM25) scoped to one product, best first, with snippets.
+
+    --json: {query, product, level, results: [{id, kind, status, title, score,
+    confidence, snippet, path, anchors, product, matched_terms}], note?}; anchors are
+    every anchor, the main one first (docs/schemas/search.schema.json).
+    """
     run_search(SearchArgs(root=STATE.root, query=query, product=product,
                           all_products=all_products, kind=kind or [], status=status or [],
                           anchor=anchor or [], limit=limit, json_out=json_out))
@@ -118,11 +194,17 @@ def search(
 def show(
     record_id: Annotated[str, typer.Argument(metavar="ID", help="A record id or a unique "
                                              "prefix of one.")],
-    raw: Annotated[bool, typer.Option("--raw", help="Print the file exactly as stored.")
+    raw: Annotated[bool, typer.Option("--raw", help="Print the file exactly as stored (control "
+                                      "characters as spaces on a terminal).")
                    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Show one record."""
+    """Show one record.
+
+    --json: the record: {id, path, kind, status, product, anchor (the main anchor),
+    title, anchors (every anchor, main first), trust, valid, scope, body, relations,
+    evidence, history, duplicates} (docs/schemas/show.schema.json).
+    """
     from memidex.cli import views
 
     with memidex(reading=True) as m:
@@ -131,8 +213,10 @@ def show(
         from memidex.cli.render import print_json
 
         print_json(shown.as_dict())
-    elif raw:
-        sys.stdout.write(shown.text)
+    elif raw:  # the file as stored; on a terminal, its control characters as spaces
+        from memidex.cli.plain import safe
+
+        sys.stdout.write(safe(shown.text, lines=True) if sys.stdout.isatty() else shown.text)
     else:
         views.show(shown)
 
@@ -148,10 +232,16 @@ def list_(
                      "status)."),
     ] = None,
     anchor: AnchorOpt = None,
-    limit: Annotated[int | None, typer.Option("--limit", "-n", min=1)] = None,
+    limit: Annotated[int | None, typer.Option("--limit", "-n", min=1,
+                                              help="Show at most this many records "
+                                              "(default: all).")] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """List records of a product, by kind then id."""
+    """List records of a product, by kind then id.
+
+    --json: {count, records: [{id, path, kind, status, product, anchor, title, anchors,
+    trust, valid}]} (docs/schemas/list.schema.json).
+    """
     from memidex.cli import views
 
     with memidex(reading=True) as m:
@@ -169,13 +259,22 @@ def list_(
 def check(
     fmt: Annotated[str, typer.Option("--format", "-f", help="text, json or github "
                                      "(workflow annotations).")] = "text",
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout "
+                                           "(the same as --format json).")] = False,
 ) -> None:
     """Validate every record and policy: schema, ids, duplicates, relations, locations.
 
     Reads the files themselves, not the index. Exits 1 when there are problems.
+
+    --json (the same as --format json): {ok, records, policies, errors: [{path, line,
+    reason}]} (docs/schemas/check.schema.json).
     """
     from memidex.cli import views
 
+    if json_out:
+        if fmt not in ("text", "json"):
+            raise UsageError(f"give --json or --format {fmt}, not both")
+        fmt = "json"
     if fmt not in ("text", "json", "github"):
         raise UsageError(f"unknown --format {fmt!r}: use text, json or github")
     with memidex() as m:
@@ -203,7 +302,7 @@ def add(
                     ] = None,
     body_file: Annotated[
         str | None, typer.Option("--body-file", help="Read the text from a file, or - for "
-                                 "standard input.")
+                                 "standard input (UTF-8, at most 1 MiB).")
     ] = None,
     wait: Annotated[
         float,
@@ -215,23 +314,22 @@ def add(
     """Write a human-authored record (trust.source human, status active).
 
     Adding the same kind/anchor/product/scope again updates that record.
+
+    --json: {id, path, status, change} (docs/schemas/add.schema.json).
     """
     if body is not None and body_file is not None:
         raise UsageError("give --body or --body-file, not both")
     text = body or ""
     if body_file is not None:
-        try:
-            text = sys.stdin.read() if body_file == "-" else Path(body_file).read_text(
-                encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            from memidex.errors import InvalidInputError
-
-            raise InvalidInputError(f"cannot read --body-file {body_file}: {exc}") from None
+        text = _read_body_file(body_file)
     scope_map: dict[str, str] = {}
     for item in scope or ():
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise UsageError(f"--scope {item!r} must be key=value")
+        if key.strip() in scope_map:
+            raise UsageError(f"--scope {key.strip()} is given twice",
+                             hint="give each scope key once")
         scope_map[key.strip()] = value.strip()
     with memidex(wait=wait) as m:
         chosen = product or m.config.product
@@ -245,7 +343,10 @@ def add(
 
         print_json(result.as_dict())
     else:
-        sys.stdout.write(f"{result.change} {result.id}\n  {result.path}\n")
+        from memidex.cli.plain import safe
+
+        sys.stdout.write(f"{result.change} {safe(result.id)}\n  {safe(result.path)}\n")
 
 
 from memidex.cli import curate as _curate  # noqa: E402,F401  (curation commands, daemon)
+from memidex.cli import review as _review  # noqa: E402,F401  (merge-driver, knowledge review)

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from memidex.cli.base import JsonOpt, app, knowledge, memidex
+from memidex.errors import UsageError
 
 __all__: list[str] = []
 
@@ -35,7 +36,10 @@ def _done(result: Any, json_out: bool) -> None:
 
         print_json(result.as_dict())
     else:
-        sys.stdout.write(f"{result.change} {result.id} ({result.status})\n  {result.path}\n")
+        from memidex.cli.plain import safe
+
+        sys.stdout.write(f"{result.change} {safe(result.id)} ({result.status})\n"
+                         f"  {safe(result.path)}\n")
 
 
 @knowledge.command()
@@ -50,7 +54,10 @@ def confirm(
     json_out: JsonOpt = False,
 ) -> None:
     """Count one more confirmation: trust.confirmations + 1, trust.last_confirmed set to
-    the run ordinal, and a candidate becomes active."""
+    the run ordinal, and a candidate becomes active.
+
+    --json: {id, path, status, change} (docs/schemas/confirm.schema.json).
+    """
     with memidex(wait=wait) as m:
         result = m.confirm(record_id, run_ordinal=run_ordinal)
     _done(result, json_out)
@@ -77,7 +84,18 @@ def supersede(
     version moves into `history` with its window closed at N. With --by OTHER_ID: the
     record becomes superseded (valid.until, relations.superseded_by) and OTHER lists it in
     relations.supersedes, as one change set.
+
+    --json: {id, path, status, change} (docs/schemas/supersede.schema.json).
     """
+    if title is None and by is None:
+        raise UsageError("supersede needs --title (a new version of this record) or --by "
+                         "OTHER_ID (this record is replaced by another one)",
+                         hint="e.g. memidex knowledge supersede ID --title \"what holds now\"")
+    if title is not None and by is not None:
+        raise UsageError("give --title or --by, not both",
+                         hint="--title makes a new version; --by replaces it by another record")
+    if body is not None and by is not None:
+        raise UsageError("--body goes with --title, not with --by")
     with memidex(wait=wait) as m:
         result = m.supersede(record_id, title=title, body=body, ordinal=ordinal, by=by)
     _done(result, json_out)
@@ -92,7 +110,10 @@ def deprecate(
     wait: WaitOpt = 10.0,
     json_out: JsonOpt = False,
 ) -> None:
-    """Mark a record deprecated (no longer served)."""
+    """Mark a record deprecated (no longer served).
+
+    --json: {id, path, status, change} (docs/schemas/deprecate.schema.json).
+    """
     with memidex(wait=wait) as m:
         result = m.deprecate(record_id, ordinal=ordinal)
     _done(result, json_out)
@@ -100,7 +121,10 @@ def deprecate(
 
 @knowledge.command()
 def quarantine(record_id: IdArg, wait: WaitOpt = 10.0, json_out: JsonOpt = False) -> None:
-    """Quarantine a record: never served, kept for a person to look at."""
+    """Quarantine a record: never served, kept for a person to look at.
+
+    --json: {id, path, status, change} (docs/schemas/quarantine.schema.json).
+    """
     with memidex(wait=wait) as m:
         result = m.quarantine(record_id)
     _done(result, json_out)
@@ -109,7 +133,10 @@ def quarantine(record_id: IdArg, wait: WaitOpt = 10.0, json_out: JsonOpt = False
 @knowledge.command()
 def release(record_id: IdArg, wait: WaitOpt = 10.0, json_out: JsonOpt = False) -> None:
     """Release a quarantined record back to its previous status (superseded when it names
-    a replacement, deprecated when its window is closed, else active)."""
+    a replacement, deprecated when its window is closed, else active).
+
+    --json: {id, path, status, change} (docs/schemas/release.schema.json).
+    """
     with memidex(wait=wait) as m:
         result = m.release(record_id)
     _done(result, json_out)
@@ -122,6 +149,8 @@ def purge(record_id: IdArg, wait: WaitOpt = 10.0, json_out: JsonOpt = False) -> 
 
     A maintenance command: refuses at once (exit 3) while `memidex daemon` holds the
     writer lease; waits up to --wait for any other writer.
+
+    --json: {id, path, status, change} (docs/schemas/purge.schema.json).
     """
     with memidex(wait=wait) as m:
         result = m.purge(record_id)
@@ -144,6 +173,9 @@ def daemon(
     queue/corrections/ and wait for it; maintenance commands (rebuild-index, purge)
     refuse at once. Stops cleanly on SIGTERM or Ctrl-C, releasing the lease; exits 3 if
     it finds it lost the lease (paused past the TTL and taken over).
+
+    --json: {pid, epoch, stopped, applied, failed, recovered, pending_model_steps}
+    (docs/schemas/daemon.schema.json).
     """
 
     def log(line: str) -> None:

@@ -15,13 +15,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from memidex.app import Memidex
 
-__all__ = ["RebuildArgs", "SearchArgs", "open_memidex", "parse_fast", "run_fast",
-           "run_rebuild", "run_search"]
+__all__ = ["RebuildArgs", "SearchArgs", "open_memidex", "parse_fast", "rebuild_dict",
+           "run_fast", "run_rebuild", "run_search"]
 
 
 @dataclass
@@ -46,6 +46,9 @@ class RebuildArgs:
     root: Path | None = None
     jobs: int | None = None
     json_out: bool = False
+
+
+_MAX_COUNT = 2**63 - 1  # the largest whole number memidex takes (SQLite's)
 
 
 @dataclass(frozen=True)
@@ -112,8 +115,9 @@ def parse_fast(argv: Sequence[str]) -> SearchArgs | RebuildArgs | None:
             value, i = argv[i], i + 1
         dest = spec.valued[name]
         if dest in spec.counts:
-            if not value.isascii() or not value.isdigit() or int(value) < 1:
-                return None
+            if (not value.isascii() or not value.isdigit() or len(value) > 19
+                    or not 1 <= int(value) <= _MAX_COUNT):
+                return None  # (typer parses it; the facade refuses a huge one, exit 2)
             setattr(args, dest, int(value))
         elif dest in spec.repeated:
             getattr(args, dest).append(value)
@@ -162,11 +166,17 @@ def run_rebuild(args: RebuildArgs) -> None:
     if args.json_out:
         from memidex.cli.render import print_json
 
-        print_json({"path": report.path, "records": report.records,
-                    "policies": report.policies, "seconds": round(report.seconds, 3),
-                    "problems": [p.as_dict() for p in report.problems]})
+        print_json(rebuild_dict(report, m.store.rel(Path(report.path))))
     else:
-        plain.rebuild_text(report)
+        plain.rebuild_text(report, m.store.rel(Path(report.path)))
+
+
+def rebuild_dict(report: Any, path: str) -> dict[str, Any]:
+    """``rebuild-index --json``: ``path`` relative to the root like every other command's,
+    and the file problems under ``errors`` like ``check`` and ``doctor``."""
+    return {"path": path, "records": report.records, "policies": report.policies,
+            "seconds": round(report.seconds, 3),
+            "errors": [p.as_dict() for p in report.problems]}
 
 
 def run_search(args: SearchArgs) -> None:

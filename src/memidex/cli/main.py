@@ -4,60 +4,149 @@ A plain ``knowledge search`` or ``knowledge rebuild-index`` runs through
 :mod:`memidex.cli.fast` without importing typer or rich; every other command line goes
 to the typer application in :mod:`memidex.cli.commands`. Either way each
 :class:`MemidexError` becomes one ``error:`` line (and a ``hint:`` line) on stderr and
-its own exit code — here only.
+its own exit code — here only. With ``--json`` (or ``--format json``) the error is also
+printed on stdout as one object, ``{"error": {"code", "message", "hint", "exit_code"}}``
+(``docs/schemas/error.schema.json``), unless the command already printed its report.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from memidex.errors import EXIT_PROBLEMS, EXIT_USAGE, MemidexError, ProblemsFound
 
-__all__ = ["main", "run"]
+__all__ = ["main", "run", "wants_json"]
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (tests call this directly)."""
     from memidex.cli.fast import parse_fast, run_fast
 
-    args = parse_fast(sys.argv[1:] if argv is None else argv)
+    args_list = sys.argv[1:] if argv is None else argv
+    json_out = wants_json(args_list)
+    if json_out:
+        from memidex.cli import render
+
+        render.reset()
+    args = parse_fast(args_list)
     if args is not None:
-        return _mapped(lambda: run_fast(args))
-    return _mapped(lambda: _typer(argv))
+        return _mapped(lambda: run_fast(args), json_out)
+    return _mapped(lambda: _typer(argv, json_out=json_out), json_out)
 
 
-def _typer(argv: list[str] | None) -> None:
+def wants_json(argv: Sequence[str]) -> bool:
+    """Whether the command line asks for JSON (``--json``, ``--format json``, ``-f json``),
+    read before parsing so a usage error can answer in JSON too."""
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            return False
+        if arg == "--json" or arg == "--format=json":
+            return True
+        if arg in ("--format", "-f") and argv[i + 1 : i + 2] == ["json"]:
+            return True
+    return False
+
+
+def _typer(argv: list[str] | None, *, json_out: bool | None = None) -> int | None:
+    """Run the typer application. ``json_out=None``: click's standalone mode (it prints a
+    usage error and exits 2 itself); else the same, plus the JSON error object."""
     from memidex.cli.commands import STATE, app
 
     STATE.root = None
-    app(args=argv, prog_name="memidex", standalone_mode=True)
+    if json_out is None:
+        app(args=argv, prog_name="memidex", standalone_mode=True)
+        return None
+    import typer
+
+    # click's ClickException, whichever click typer uses (recent typers vendor it)
+    click_error: type[Exception] = next(c for c in typer.BadParameter.__mro__
+                                        if c.__name__ == "ClickException")
+    try:
+        code = app(args=argv, prog_name="memidex", standalone_mode=False)
+    except click_error as exc:  # a usage error found by the parser
+        usage: Any = exc
+        usage.show()
+        _json_error(json_out, "UsageError", usage.format_message(), "see --help",
+                    usage.exit_code)
+        return int(usage.exit_code)
+    except typer.Abort:
+        sys.stderr.write("Aborted!\n")
+        return EXIT_PROBLEMS
+    return code if isinstance(code, int) else None
 
 
-def _mapped(command: Callable[[], None]) -> int:
+def _mapped(command: Callable[[], int | None], json_out: bool = False) -> int:
     """Run ``command``; usage errors are click's (exit 2), the rest are mapped here."""
     try:
-        command()
+        return command() or 0
     except SystemExit as exc:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else EXIT_USAGE)
     except MemidexError as exc:
+        from memidex.cli.plain import safe  # a message may quote a file name or a title
+
         sys.stdout.flush()
-        line = f"error: {exc.message}"
+        line = f"error: {safe(exc.message)}"
         if exc.hint and not isinstance(exc, ProblemsFound):
-            line += f"\nhint: {exc.hint}"
+            line += f"\nhint: {safe(exc.hint)}"
         sys.stderr.write(line + "\n")
+        _json_error(json_out, type(exc).__name__, exc.message, exc.hint, exc.exit_code)
         return exc.exit_code
     except BrokenPipeError:
         return EXIT_PROBLEMS
     except OSError as exc:  # disk full, I/O error, permissions: one line, no traceback
-        from memidex.errors import StorageError
+        err = _os_error(exc)
+        from memidex.cli.plain import safe
 
-        err = StorageError(f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename
-                                                        else ""))
-        sys.stderr.write(f"error: {err.message}\nhint: {err.hint}\n")
+        sys.stderr.write(f"error: {safe(err.message)}\nhint: {safe(err.hint)}\n")
+        _json_error(json_out, type(err).__name__, err.message, err.hint, err.exit_code)
         return err.exit_code
-    return 0
+
+
+def _os_error(exc: OSError) -> MemidexError:
+    """An ``OSError`` that reached the top as a :class:`StorageError` whose message says
+    what is wrong, and a hint that fits it (not "free space" for a folder in the way)."""
+    import errno
+
+    from memidex.errors import NoSpaceError, StorageError
+
+    where = f": {exc.filename}" if exc.filename else ""
+    code = exc.errno
+    if code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return NoSpaceError(f"no space left on the device{where}")
+    if code == errno.EISDIR:
+        return StorageError(f"{exc.filename or 'a path'} is a folder where memidex writes "
+                            "a file", hint="move that folder aside, then run the "
+                            "command again")
+    if code in (errno.ENOTDIR, errno.ENOENT):
+        return StorageError(f"{exc.strerror or exc}{where}",
+                            hint="check that the folder exists and is not a file")
+    if code in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return StorageError(f"{exc.strerror or exc}{where}",
+                            hint="memidex needs write access there: check the folder's "
+                            "permissions and that the disk is not mounted read-only")
+    if code == errno.EIO:
+        return StorageError(f"I/O error{where}", hint="check the disk (dmesg); no record "
+                            "was changed partially; run the command again")
+    return StorageError(f"{exc.strerror or exc}{where}")
+
+
+def _json_error(json_out: bool, code: str, message: str, hint: str, exit_code: int) -> None:
+    """The error as one JSON object on stdout — unless the command already printed its
+    JSON report there (``doctor`` and ``check`` report, then exit 1)."""
+    from memidex.cli import render
+
+    if not json_out or render.printed_json():
+        return
+    error: dict[str, Any] = {"code": code, "message": message, "hint": hint or None,
+                             "exit_code": exit_code}
+    try:
+        render.print_json({"error": error})
+        sys.stdout.flush()
+    except OSError:
+        pass
 
 
 def run() -> None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     from memidex.app import SearchResult
 
-__all__ = ["rebuild_text", "search_text", "with_progress"]
+__all__ = ["rebuild_text", "safe", "search_text", "with_progress"]
 
 T = TypeVar("T")
 
@@ -35,10 +35,13 @@ def _styler(on: bool) -> Callable[[str, str], str]:
     return style
 
 
-def _safe(text: str) -> str:
-    """No control characters from a record reach the terminal (an escape sequence in a
-    title must not restyle or move the cursor)."""
-    return "".join(ch if ch.isprintable() else " " for ch in text)
+def safe(text: str, *, lines: bool = False) -> str:
+    """``text`` with every control character (ESC, BEL, CR, C1 controls, bidi and line
+    separators …) replaced by a space, so an escape sequence in a title cannot restyle,
+    retitle or clear the terminal. ``lines``: keep ``\n`` (a body's line breaks)."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() or (lines and ch == "\n") else " " for ch in text)
 
 
 def search_text(result: SearchResult) -> None:
@@ -47,25 +50,27 @@ def search_text(result: SearchResult) -> None:
     scope = result.product or "all products"
     out: list[str] = []
     if not result.results:
-        out.append(f"no records match {_safe(result.query)!r} in {_safe(scope)} "
+        out.append(f"no records match {safe(result.query)!r} in {safe(scope)} "
                    f"(level {result.level}).")
         out.append("try fewer or other words, --status any, or --all-products.")
     else:
-        out.append(style(f"{_safe(result.query)} — {_safe(scope)} ({result.level}): "
+        out.append(style(f"{safe(result.query)} — {safe(scope)} ({result.level}): "
                          f"{len(result.results)} result(s)", "bold"))
+        out.append(style("order: most query words matched first, then score", "dim"))
         for i, h in enumerate(result.results, 1):
             status = "" if h.status == "active" else " " + style(f"({h.status})", "dim")
             confidence = style(f"{h.confidence:<9}", _CONFIDENCE_STYLE.get(h.confidence, ""))
-            out.append(f"{i:>2}. {confidence} {h.score:6.2f}  {h.kind:<9} "
-                       f"{style(_safe(h.title), 'bold')}{status}")
-            out.append("    " + style(h.id, "dim"))
-            snippet = _safe(h.snippet)
+            words = f"{h.matched}/{h.terms} words" if h.terms else ""
+            out.append(f"{i:>2}. {confidence} {words:<9} {h.score:6.2f}  {h.kind:<9} "
+                       f"{style(safe(h.title), 'bold')}{status}")
+            out.append("    " + style(safe(h.id), "dim"))
+            snippet = safe(h.snippet)
             if on:
                 snippet = snippet.replace("«", "\x1b[1;36m").replace("»", "\x1b[0m")
             if snippet:
                 out.append("    " + snippet)
     if result.note:
-        out.append(f"{style('note:', 'yellow')} {_safe(result.note)}")
+        out.append(f"{style('note:', 'yellow')} {safe(result.note)}")
     sys.stdout.write("\n".join(out) + "\n")
 
 
@@ -92,14 +97,14 @@ def with_progress(label: str, work: Callable[[Callable[[int, int], None]], T],
         sys.stderr.flush()
 
 
-def rebuild_text(report: Any) -> None:
+def rebuild_text(report: Any, path: str) -> None:
     style = _styler(_colour())
     out = [f"indexed {report.records} records and {report.policies} policies in "
-           f"{report.seconds:.2f} s -> {_safe(report.path)}"]
+           f"{report.seconds:.2f} s -> {safe(path)}"]
     if report.problems:
         out.append(style(f"{len(report.problems)} file problem(s) — the other records are "
                          "indexed:", "yellow"))
-        out += [f"  {_safe(str(p))}" for p in report.problems[:20]]
+        out += [f"  {safe(str(p))}" for p in report.problems[:20]]
         if len(report.problems) > 20:
             out.append(f"  … and {len(report.problems) - 20} more (memidex knowledge check)")
     sys.stdout.write("\n".join(out) + "\n")

@@ -6,18 +6,38 @@ import json
 import sys
 from typing import Any
 
-__all__ = ["console", "print_json", "escape"]
+__all__ = ["console", "escape", "print_json", "printed_json", "reset"]
+
+_printed = [False]
 
 
 def print_json(obj: Any) -> None:
     """One JSON object on stdout and nothing else there."""
     sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=False) + "\n")
+    _printed[0] = True
+
+
+def printed_json() -> bool:
+    """Whether this process already printed its JSON object (an error after a report —
+    doctor's or check's exit 1 — adds no second object)."""
+    return _printed[0]
+
+
+def reset() -> None:
+    """A new command in this process (tests call :func:`memidex.cli.main.main` often)."""
+    _printed[0] = False
 
 
 def console() -> Any:
+    """rich for people. Lines are never wrapped by rich (``soft_wrap``: a path or id stays
+    whole; a terminal wraps it visually if it must); when stdout is not a terminal a table
+    is as wide as its contents, not 80 columns."""
     from rich.console import Console
 
-    return Console(highlight=False, soft_wrap=False)
+    c = Console(highlight=False, soft_wrap=True)
+    if not c.is_terminal:
+        c = Console(highlight=False, soft_wrap=True, width=100_000)
+    return c
 
 
 def escape(text: str) -> str:

@@ -1,5 +1,11 @@
 """rich rendering of each command's result for people (``--json`` bypasses this module;
-search and rebuild output is plain text, :mod:`memidex.cli.plain`)."""
+search and rebuild output is plain text, :mod:`memidex.cli.plain`).
+
+Every string from a record, a file name or the configuration goes through :func:`_t`:
+control characters become spaces (an escape sequence in a title must not clear or retitle
+the terminal) and rich markup is escaped. Ids and paths are never wrapped: the console
+soft-wraps (a long line stays one line) and the listing's id column never folds.
+"""
 
 from __future__ import annotations
 
@@ -7,42 +13,55 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from memidex.cli.plain import safe
 from memidex.cli.render import console, escape
 
 if TYPE_CHECKING:
     from memidex.app import CheckReport, ShownRecord
 
+__all__ = ["check", "doctor", "github_data", "github_property", "listing", "show"]
+
+
+def _t(text: object, *, lines: bool = False) -> str:
+    """Text from outside, safe for the terminal and for rich markup."""
+    return escape(safe(str(text), lines=lines))
+
+
 def show(shown: ShownRecord) -> None:
     c = console()
     r = shown.record
-    c.print(f"[bold]{escape(r.title)}[/bold]")
-    c.print(f"[dim]{escape(r.id)}  ({escape(shown.path)})[/dim]")
-    c.print(f"{r.kind} · {r.status} · {escape(r.product)}"
-            + (f" · scope {escape(json.dumps(dict(r.scope)))}" if r.scope else ""))
-    c.print(f"anchors: {escape(', '.join(r.all_anchors))}")
+    c.print(f"[bold]{_t(r.title)}[/bold]")
+    c.print(f"[dim]{_t(r.id)}  ({_t(shown.path)})[/dim]")
+    c.print(f"{_t(r.kind)} · {_t(r.status)} · {_t(r.product)}"
+            + (f" · scope {_t(json.dumps(dict(r.scope), ensure_ascii=False))}"
+               if r.scope else ""))
+    c.print(f"anchors: {_t(', '.join(r.all_anchors))}")
     t = r.trust
-    c.print(f"trust: {t.source}, {t.confirmations} confirmation(s), {t.contradictions} "
-            f"contradiction(s), last confirmed at run {t.last_confirmed}")
+    confirmed = ("never confirmed by a run" if t.last_confirmed is None
+                 else f"last confirmed at run {t.last_confirmed}")
+    c.print(f"trust: {_t(t.source)}, {t.confirmations} confirmation(s), {t.contradictions} "
+            f"contradiction(s), {confirmed}")
     until = "open" if r.valid.until is None else str(r.valid.until)
     c.print(f"valid: runs {r.valid.from_} .. {until}")
     rel = [f"{k} {v}" for k, v in r.relations.edges()]
     if rel:
-        c.print(f"relations: {escape('; '.join(rel))}")
+        c.print(f"relations: {_t('; '.join(rel))}")
     if r.body:
         c.print()
-        c.print(escape(r.body))
+        c.print(_t(r.body, lines=True))
     if r.evidence:
         c.print()
         c.print("evidence:")
         for e in r.evidence:
-            c.print("  " + escape(", ".join(f"{k}={v}" for k, v in e)))
+            c.print("  " + _t(", ".join(f"{k}={v}" for k, v in e)))
     if r.history:
         c.print()
         c.print("earlier versions:")
         for h in r.history:
-            c.print(f"  runs {h.valid.from_}..{h.valid.until}: {escape(h.title)}")
+            until = "open" if h.valid.until is None else str(h.valid.until)
+            c.print(f"  runs {h.valid.from_} .. {until}: {_t(h.title)}")
     if shown.duplicates:
-        c.print(f"[red]the same id is also in {escape(', '.join(shown.duplicates))}[/red]")
+        c.print(f"[red]the same id is also in {_t(', '.join(shown.duplicates))}[/red]")
 
 
 def listing(rows: list[dict[str, Any]]) -> None:
@@ -53,12 +72,25 @@ def listing(rows: list[dict[str, Any]]) -> None:
     from rich.table import Table
 
     table = Table(show_lines=False)
-    for col in ("kind", "status", "id", "title"):
-        table.add_column(col, overflow="fold")
+    table.add_column("kind", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("id", no_wrap=True, overflow="ignore")
+    table.add_column("title", overflow="fold")
     for row in rows:
-        table.add_row(row["kind"], row["status"], escape(row["id"]), escape(row["title"]))
+        table.add_row(_t(row["kind"]), _t(row["status"]), _t(row["id"]), _t(row["title"]))
     c.print(table)
     c.print(f"{len(rows)} record(s)")
+
+
+def github_data(text: str) -> str:
+    """A workflow command's message, escaped as GitHub requires (``%``, CR, LF)."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def github_property(text: str) -> str:
+    """A workflow command's property value (``file=``): the data escapes plus ``:`` and
+    ``,``, so a file name cannot end the property list or start a forged command."""
+    return github_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
 def check(report: CheckReport, fmt: str) -> None:
@@ -70,11 +102,11 @@ def check(report: CheckReport, fmt: str) -> None:
     out = sys.stdout
     if fmt == "github":
         for p in report.problems:
-            msg = p.reason.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-            out.write(f"::error file={p.path},line={max(p.line, 1)}::{msg}\n")
+            out.write(f"::error file={github_property(p.path)},line={max(p.line, 1)},"
+                      f"title=memidex::{github_data(p.reason)}\n")
         return
     for p in report.problems:
-        out.write(f"{p}\n")
+        out.write(f"{safe(str(p))}\n")
     if report.ok:
         out.write(f"ok: {report.records} records and {report.policies} policies are valid\n")
 
@@ -85,28 +117,28 @@ def doctor(report: dict[str, Any]) -> None:
     c.print(f"memidex doctor: {ok}")
     c.print(f"search level: [bold]{report['level']}[/bold]")
     for name, state in report["levels"].items():
-        c.print(f"  {name:<13} {escape(str(state))}")
+        c.print(f"  {name:<13} {_t(str(state))}")
     idx = report["index"]
-    c.print(f"index: {escape(idx['path'])}")
+    c.print(f"index: {_t(idx['path'])}")
     if idx.get("ok"):
         c.print(f"  quick_check ok, schema {idx['schema_version']}, {idx['records']} records, "
                 f"{idx['policies']} policies")
         st = idx["staleness"]
-        c.print(f"  staleness: {st['method']} — {escape(st['how'])}")
+        c.print(f"  staleness: {st['method']} — {_t(st['how'])}")
         c.print(f"  this run refreshed {st['added']} added, {st['changed']} changed, "
                 f"{st['deleted']} deleted")
     else:
         why = idx.get("reason") or idx.get("quick_check")
-        c.print(f"  [red]unavailable[/red]: {escape(str(why))}")
+        c.print(f"  [red]unavailable[/red]: {_t(str(why))}")
         c.print("  run `memidex knowledge rebuild-index`")
     recs = report["records"]
     c.print(f"records: {recs['count']}, {len(recs['errors'])} error(s)")
     for e in recs["errors"][:20]:
-        c.print(f"  [red]{escape(e['path'])}:{e['line']}[/red]: {escape(e['reason'])}")
+        c.print(f"  [red]{_t(e['path'])}:{e['line']}[/red]: {_t(e['reason'])}")
     lease = report["lease"]
     if lease.get("held"):
         age = lease.get("heartbeat_age_seconds")
-        c.print(f"lease: held by pid {lease.get('pid')} on {escape(str(lease.get('host')))}, "
+        c.print(f"lease: held by pid {lease.get('pid')} on {_t(str(lease.get('host')))}, "
                 f"epoch {lease.get('epoch')}, heartbeat {age if age is not None else '?'}s ago"
                 + ("" if lease.get("alive", True) else " [yellow](holder looks dead)[/yellow]"))
     else:
@@ -117,8 +149,10 @@ def doctor(report: dict[str, Any]) -> None:
         c.print(f"  [yellow]{pending} journaled change set(s) to finish on the next "
                 "write[/yellow]")
     y = report["yaml"]
-    c.print(f"yaml: {y['loader']}" + (f" — [yellow]{escape(y['note'])}[/yellow]"
+    c.print(f"yaml: {y['loader']}" + (f" — [yellow]{_t(y['note'])}[/yellow]"
                                       if y["note"] else ""))
+    for note in report.get("notes", []):
+        c.print(f"[yellow]note[/yellow]: {_t(note)}")
     cfg = report["config"]
-    c.print(f"config: root {escape(str(cfg['root']))}, product {cfg['product']!r}, "
-            f"file {escape(str(cfg['config_file']))}")
+    c.print(f"config: root {_t(str(cfg['root']))}, product {_t(repr(cfg['product']))}, "
+            f"file {_t(str(cfg['config_file']))}")

@@ -2,6 +2,10 @@
 
 A listing row (:func:`summary`) is the record's first keys; :func:`record_dict` adds the
 rest. The index's rows and a record read from its file give the same dictionary.
+
+``anchor`` is the main anchor and ``anchors`` is *every* anchor, main first — in
+``show``, ``list`` and ``search`` alike (the file's ``anchors`` key holds only the
+further ones; ``docs/cli.md`` documents the difference).
 """
 
 from __future__ import annotations
@@ -42,10 +46,9 @@ def summary_of(r: Record, path: str) -> dict[str, Any]:
 def record_dict(r: Record, path: str) -> dict[str, Any]:
     """Everything a record holds: :func:`summary_of` plus scope, body, relations,
     evidence (each item as written) and history (each version's window, title, body,
-    status, further anchors and trust). ``anchors`` lists the further anchors only (main
-    excluded)."""
+    status, anchors and trust). ``anchors`` is every anchor, main first, as in a listing
+    row."""
     out = summary_of(r, path)
-    out["anchors"] = list(r.anchors)
     rel = r.relations
     out.update({
         "scope": dict(r.scope), "body": r.body,
@@ -61,7 +64,8 @@ def _version(r: Record, h: HistoryEntry) -> dict[str, Any]:
     """An earlier version, what the file leaves out filled in (``HistoryEntry.resolved``)."""
     trust, anchors, status = h.resolved(r)
     return {"valid": {"from": h.valid.from_, "until": h.valid.until}, "title": h.title,
-            "body": h.body, "status": status, "anchors": list(anchors),
+            "body": h.body, "status": status,
+            "anchors": [r.anchor, *(a for a in anchors if a != r.anchor)],
             "trust": {"source": trust.source, "confirmations": trust.confirmations,
                       "contradictions": trust.contradictions,
                       "last_confirmed": trust.last_confirmed}}

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memidex.config import CONFIG_FILE, load_config
+from memidex.config import CONFIG_FILE, Config, load_config
+from memidex.errors import UsageError
+from memidex.records.ids import PRODUCT_RE
 from memidex.records.model import KINDS
+from memidex.store.gitsetup import setup_git
 
-__all__ = ["IGNORED", "InitReport", "ignored_entries", "init_repository", "init_root"]
+__all__ = ["IGNORED", "InitReport", "ignored_entries", "in_git_repository", "infer_product",
+           "init_repository", "init_root", "product_name"]
 
 KNOWLEDGE = "agent-qa-knowledge/memory"
 STATE = ".agent-qa"
@@ -36,32 +41,75 @@ GITIGNORE_HEADER = "# memidex: derived and local state (memidex init)"
 
 CONFIG_TEMPLATE = """\
 # memidex configuration. Every key is optional; see docs/configuration.md.
-# product = "my-app"            # the default product for search, list and briefs
+product = "{product}"  # the default product for search, list and briefs ({source})
 # knowledge_dir = "agent-qa-knowledge/memory"
 # policies_dir = "policies"
 # state_dir = ".agent-qa"
 # lease_ttl_seconds = 30
 """
 
+NOT_GIT = ("not inside a git repository: memidex records are meant to be committed and "
+           "reviewed; run `git init` here (or init inside your repository)")
+
 
 @dataclass
 class InitReport:
+    """What ``init`` did: what it created, the product it configured (and where that name
+    came from), and warnings for a person (``init`` prints them on stderr)."""
+
     root: Path
     created: list[str] = field(default_factory=list)
+    product: str | None = None
+    product_source: str = ""
+    warnings: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, object]:
-        return {"root": str(self.root), "created": self.created, "changed": bool(self.created)}
+        return {"root": str(self.root), "created": self.created, "changed": bool(self.created),
+                "product": self.product, "warnings": self.warnings}
+
+
+def _git(start: Path, *args: str) -> str | None:
+    """``git args`` in ``start``: its output, or None when git fails or is missing."""
+    try:
+        out = subprocess.run(["git", *args], cwd=start, capture_output=True, text=True,
+                             check=False)
+    except OSError:
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
 
 
 def init_root(start: Path) -> Path:
     """Where ``init`` works: the git top level around ``start``, else ``start`` itself."""
-    try:
-        out = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=start,
-                             capture_output=True, text=True, check=False)
-    except OSError:
-        return start.resolve()
-    top = out.stdout.strip()
-    return Path(top).resolve() if out.returncode == 0 and top else start.resolve()
+    top = _git(start, "rev-parse", "--show-toplevel")
+    return Path(top).resolve() if top else start.resolve()
+
+
+def in_git_repository(root: Path) -> bool:
+    return _git(root, "rev-parse", "--is-inside-work-tree") == "true"
+
+
+def product_name(text: str) -> str | None:
+    """``text`` as a product name (letters, digits, ``.``, ``_``, ``-``), or None."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-._")[:100].strip("-._")
+    return name if name and PRODUCT_RE.fullmatch(name) else None
+
+
+def infer_product(root: Path) -> tuple[str, str]:
+    """The product ``init`` writes when none is given: the name of the git remote's
+    repository (``origin``, else the first remote), else the folder's name, else
+    ``my-app``; with where it came from."""
+    remotes = (_git(root, "remote") or "").split()
+    if remotes:
+        remote = "origin" if "origin" in remotes else remotes[0]
+        url = _git(root, "remote", "get-url", remote) or ""
+        last = re.split(r"[/:\\]", url.rstrip("/"))[-1]
+        name = product_name(last[:-4] if last.endswith(".git") else last)
+        if name:
+            return name, f"the name of git remote {remote}"
+    name = product_name(root.name)
+    if name:
+        return name, "the folder name"
+    return "my-app", "a placeholder: set your own"
 
 
 def _inside(root: Path, configured: str) -> str | None:
@@ -74,18 +122,33 @@ def _inside(root: Path, configured: str) -> str | None:
     return rel.as_posix() if rel.parts else None
 
 
-def init_repository(root: Path) -> InitReport:
+def init_repository(root: Path, *, product: str | None = None) -> InitReport:
     """Create what is missing; change nothing that exists (a second run is a no-op).
 
     The folders are the configured ones when ``memidex.toml`` already names them
     (``knowledge_dir``, ``policies_dir``, ``state_dir``), else the defaults. A folder
-    outside the repository is created but gets no ``.gitignore`` entry.
+    outside the repository is created but gets no ``.gitignore`` entry. A new
+    ``memidex.toml`` names the product: ``product``, else :func:`infer_product`; an
+    existing one gets ``product`` only when it names none and ``product`` is given.
+    Each step below is one function, so a new step is one more line.
     """
+    if product is not None and PRODUCT_RE.fullmatch(product) is None:
+        raise UsageError(f"--product {product!r} is not a product name",
+                         hint="use letters, digits, '.', '_' or '-'")
     report = InitReport(root)
+    if not in_git_repository(root):
+        report.warnings.append(NOT_GIT)
     config = load_config(root, environ={})  # the file only: the layout is the repository's
+    _folders(report, config)
+    _config_file(report, config.root, config.product, product)
+    _gitignore(report, config.root, ignored_entries(_inside(config.root, config.knowledge_dir),
+                                                    _inside(config.root, config.state_dir)))
+    report.created += setup_git(config.root, _inside(config.root, config.knowledge_dir))
+    return report
+
+
+def _folders(report: InitReport, config: Config) -> None:
     base = config.root
-    knowledge = _inside(base, config.knowledge_dir)
-    state = _inside(base, config.state_dir)
 
     def folder(path: Path, keep: bool = False) -> None:
         shown = _shown(base, path)
@@ -103,20 +166,54 @@ def init_repository(root: Path) -> InitReport:
     folder(config.state_path)
     folder(base / "artifacts")
     folder(config.policies_path, keep=True)
+
+
+def _config_file(report: InitReport, base: Path, configured: str | None,
+                 product: str | None) -> None:
+    """A new ``memidex.toml`` naming the product; an existing one is left alone unless it
+    names no product and one was given (the line goes before the first ``[table]``)."""
     config_file = base / CONFIG_FILE
     if not config_file.exists():
-        config_file.write_text(CONFIG_TEMPLATE, encoding="utf-8")
+        source = "given to init" if product else ""
+        if product is None:
+            product, source = infer_product(base)
+        config_file.write_text(CONFIG_TEMPLATE.format(product=product, source=source),
+                               encoding="utf-8")
         report.created.append(CONFIG_FILE)
+        report.product, report.product_source = product, source
+        return
+    report.product = configured
+    if configured or product is None:
+        return
+    text = config_file.read_bytes().decode("utf-8", "surrogateescape")
+    newline = "\r\n" if "\r\n" in text else "\n"
+    lines = text.splitlines(keepends=True)
+    at = next((i for i, line in enumerate(lines) if line.lstrip().startswith("[")),
+              len(lines))
+    if at == len(lines) and lines and not lines[-1].endswith(("\n", "\r")):
+        lines[-1] += newline
+    lines.insert(at, f'product = "{product}"{newline}')
+    config_file.write_bytes("".join(lines).encode("utf-8", "surrogateescape"))
+    report.created.append(f"{CONFIG_FILE} (product)")
+    report.product, report.product_source = product, "given to init"
+
+
+def _gitignore(report: InitReport, base: Path, entries: tuple[str, ...]) -> None:
+    """The missing ``entries``, appended under a header, in the file's own line endings
+    (CRLF stays CRLF); its other bytes are kept as they are."""
     gitignore = base / ".gitignore"
-    text = gitignore.read_text(encoding="utf-8") if gitignore.exists() else ""
+    text = (gitignore.read_bytes().decode("utf-8", "surrogateescape")
+            if gitignore.exists() else "")
     present = {line.strip() for line in text.splitlines()}
-    missing = [p for p in ignored_entries(knowledge, state) if p not in present]
-    if missing:
-        lines = ([] if GITIGNORE_HEADER in present else [GITIGNORE_HEADER]) + missing
-        sep = "" if not text or text.endswith("\n") else "\n"
-        gitignore.write_text(text + sep + "\n".join(lines) + "\n", encoding="utf-8")
-        report.created.append(".gitignore" + (" (entries)" if text else ""))
-    return report
+    missing = [p for p in entries if p not in present]
+    if not missing:
+        return
+    newline = "\r\n" if "\r\n" in text else "\n"
+    lines = ([] if GITIGNORE_HEADER in present else [GITIGNORE_HEADER]) + missing
+    sep = "" if not text or text.endswith(("\n", "\r")) else newline
+    added = sep + newline.join(lines) + newline
+    gitignore.write_bytes((text + added).encode("utf-8", "surrogateescape"))
+    report.created.append(".gitignore" + (" (entries)" if text else ""))
 
 
 def _shown(root: Path, path: Path) -> str:

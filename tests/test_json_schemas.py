@@ -1,0 +1,176 @@
+"""Every command's ``--json`` — its result and its errors — validates against the JSON
+Schema published for it in docs/schemas/ (issue 10, item 2)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import REPO_ROOT, run_cli
+
+SCHEMAS = REPO_ROOT / "docs/schemas"
+# git's merge-driver protocol (%O %A %B %P, exit status) is its output: no JSON
+NO_JSON = {"merge-driver"}
+
+
+def _validate(name: str, out: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    import jsonschema
+
+    schema = json.loads((SCHEMAS / f"{name}.schema.json").read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    doc = json.loads(out.stdout)  # one JSON object and nothing else on stdout
+    jsonschema.validate(doc, schema, cls=jsonschema.Draft202012Validator)
+    assert isinstance(doc, dict)
+    return doc
+
+
+def _error(name: str, out: subprocess.CompletedProcess[str], code: str) -> None:
+    doc = _validate(name, out)
+    error = json.loads((SCHEMAS / "error.schema.json").read_text(encoding="utf-8"))
+    import jsonschema
+
+    jsonschema.validate(doc, error, cls=jsonschema.Draft202012Validator)
+    assert doc["error"]["code"] == code, doc
+    assert doc["error"]["exit_code"] == out.returncode != 0
+    lines = [line for line in out.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) <= 1 and ("error:" in out.stderr or code == "UsageError"), out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def _outside(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """memidex run where there is no repository at all."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMIDEX_")}
+    return subprocess.run([sys.executable, "-m", "memidex", "--root",
+                           str(tmp_path / "missing"), *args], cwd=tmp_path,
+                          capture_output=True, text=True, env=env, check=False)
+
+
+def _commands() -> list[list[str]]:
+    import typer.main
+
+    from memidex.cli.commands import app
+
+    out: list[list[str]] = []
+
+    def walk(cmd: object, path: list[str]) -> None:
+        subs = getattr(cmd, "commands", None)
+        if isinstance(subs, dict):
+            for name, sub in subs.items():
+                walk(sub, [*path, name])
+        else:
+            out.append(path)
+            assert path[-1] in NO_JSON or "--json" in [
+                o for p in cmd.params for o in p.opts], f"{path} has no --json"  # type: ignore[attr-defined]
+
+    walk(typer.main.get_command(app), [])
+    return out
+
+
+def test_every_command_takes_json_and_has_a_schema() -> None:
+    names = {path[-1] for path in _commands()} - NO_JSON
+    published = {p.name.removesuffix(".schema.json") for p in SCHEMAS.glob("*.schema.json")}
+    assert names <= published, f"no schema in docs/schemas/ for {names - published}"
+    assert published - names == {"error"}, "a schema for a command that does not exist"
+    error = json.loads((SCHEMAS / "error.schema.json").read_text(encoding="utf-8"))
+    for name in names:
+        schema = json.loads((SCHEMAS / f"{name}.schema.json").read_text(encoding="utf-8"))
+        assert schema["$defs"]["error"]["properties"] == error["properties"], name
+
+
+def test_json_results_match_their_schemas(repo: Path) -> None:
+    def ok(name: str, *args: str) -> dict[str, Any]:
+        out = run_cli(repo, *args, "--json")
+        assert out.returncode == 0, out.stderr
+        return _validate(name, out)
+
+    ok("init", "init")
+    ok("rebuild-index", "knowledge", "rebuild-index")
+    added = ok("add", "knowledge", "add", "--kind", "fact", "--anchor", "el:button:pay",
+               "--anchor", "page:/checkout", "--title", "Pay is disabled", "--body", "Pay.")
+    other = ok("add", "knowledge", "add", "--kind", "fact", "--anchor", "el:button:buy",
+               "--title", "Buy replaces pay")
+    rid = added["id"]
+    ok("doctor", "doctor")
+    ok("check", "knowledge", "check")
+    shown = ok("show", "knowledge", "show", rid)
+    listed = ok("list", "knowledge", "list")
+    found = ok("search", "knowledge", "search", "pay disabled")
+    ok("confirm", "knowledge", "confirm", rid)
+    ok("supersede", "knowledge", "supersede", rid, "--title", "Pay needs the terms box")
+    ok("quarantine", "knowledge", "quarantine", rid)
+    ok("release", "knowledge", "release", rid)
+    ok("deprecate", "knowledge", "deprecate", rid)
+    ok("purge", "knowledge", "purge", other["id"])
+    ok("daemon", "daemon", "--once")
+    # `anchors` is one concept: every anchor, main first, in show, list and search
+    row = next(r for r in listed["records"] if r["id"] == rid)
+    hit = next(h for h in found["results"] if h["id"] == rid)
+    assert shown["anchors"] == row["anchors"] == hit["anchors"] == [
+        "el:button:pay", "page:/checkout"]
+    assert shown["anchor"] == row["anchor"] == "el:button:pay"
+
+
+def test_rebuild_index_json_path_is_relative_like_every_other(repo: Path) -> None:
+    out = json.loads(run_cli(repo, "knowledge", "rebuild-index", "--json", check=True).stdout)
+    assert out["path"] == "agent-qa-knowledge/memory/index/memidex.sqlite"
+    assert "errors" in out and "problems" not in out
+
+
+def test_check_json_is_format_json_and_names_its_list_errors(repo: Path) -> None:
+    a = run_cli(repo, "knowledge", "check", "--json")
+    b = run_cli(repo, "knowledge", "check", "--format", "json")
+    assert a.stdout == b.stdout and a.returncode == b.returncode == 0
+    assert json.loads(a.stdout)["errors"] == []
+    (repo / "agent-qa-knowledge/memory/records/fact/bad.md").write_text("---\nid: x\n---\n")
+    bad = run_cli(repo, "knowledge", "check", "--json")
+    assert bad.returncode == 1
+    doc = _validate("check", bad)  # the report, not a second (error) object
+    assert doc["errors"] and doc["errors"][0]["path"].endswith("bad.md")
+    doctor = _validate("doctor", run_cli(repo, "doctor", "--json"))
+    assert doctor["records"]["errors"]
+
+
+@pytest.mark.parametrize(("name", "args", "code"), [
+    ("init", ["init", "--product", "not a name!"], "UsageError"),
+    ("search", ["knowledge", "search", "x", "--all-products", "--product", "p"], "UsageError"),
+    ("search", ["knowledge", "search", "x", "--limit", "0"], "UsageError"),
+    ("show", ["knowledge", "show", "nope"], "NotFoundError"),
+    ("list", ["knowledge", "list", "--all-products", "-p", "x"], "UsageError"),
+    ("check", ["knowledge", "check", "--format", "github"], "UsageError"),
+    ("add", ["knowledge", "add", "--kind", "fact", "--anchor", "nocolon", "--title", "t"],
+     "InvalidInputError"),
+    ("add", ["knowledge", "add", "--kind", "fact", "--anchor", "el:a", "--title", "t",
+             "--scope", "a=1", "--scope", "a=2"], "UsageError"),
+    ("confirm", ["knowledge", "confirm", "nope"], "NotFoundError"),
+    ("supersede", ["knowledge", "supersede", "nope"], "UsageError"),
+    ("deprecate", ["knowledge", "deprecate", "nope"], "NotFoundError"),
+    ("quarantine", ["knowledge", "quarantine", "nope"], "NotFoundError"),
+    ("release", ["knowledge", "release", "nope"], "NotFoundError"),
+    ("purge", ["knowledge", "purge", "nope"], "NotFoundError"),
+    ("daemon", ["daemon", "--wait", "-1"], "UsageError"),
+    ("list", ["knowledge", "list", "--bogus"], "UsageError"),
+])
+def test_json_errors_match_their_schemas(repo: Path, name: str, args: list[str],
+                                         code: str) -> None:
+    out = run_cli(repo, *args, "--json")
+    _error(name, out, code)
+
+
+@pytest.mark.parametrize(("name", "args"), [
+    ("doctor", ["doctor"]), ("rebuild-index", ["knowledge", "rebuild-index"]),
+    ("search", ["knowledge", "search", "x"]),
+])
+def test_json_errors_without_a_repository(tmp_path: Path, name: str, args: list[str]) -> None:
+    _error(name, _outside(tmp_path, *args, "--json"), "NotFoundError")
+
+
+def test_without_json_an_error_leaves_stdout_empty(repo: Path) -> None:
+    out = run_cli(repo, "knowledge", "show", "nope")
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.startswith("error: ")
