@@ -69,6 +69,7 @@ RANK = {
     "search": 4, "write": 4,
     "index": 5,
     "results": 6,
+    "review": 6.5,  # git-native review and the secret scan: read records and the store
     "app": 7,
     # the package root re-exports `Memidex` lazily (PEP 562), so it sits above the facade;
     # a lower layer reads the version from `_version`, never from the root

@@ -83,7 +83,7 @@ def test_pure_operations_follow_the_documented_rules() -> None:
     assert (d.status, d.valid) == ("deprecated", Valid(36, 45))
     assert previous_status(d) == "deprecated"
     assert release(quarantine(d)).status == "deprecated"
-    assert release(quarantine(r)).status == "active"
+    assert release(quarantine(r)).status == "candidate"  # exactly the status before
     with pytest.raises(UsageError):
         release(r)
     other = make_record(anchor="el:button:buy-now", title="Buy now")
@@ -138,7 +138,8 @@ def test_supersede_in_place_keeps_the_old_version_in_history(repo: Path) -> None
                                          "ticked.",
                                  "trust": {"source": "local", "confirmations": 2,
                                            "contradictions": 0, "last_confirmed": 40},
-                                 "anchors": ["page:/checkout"], "status": "candidate"}]
+                                 "anchors": ["el:button:place-order", "page:/checkout"],
+                                 "status": "candidate"}]
 
 
 def test_supersede_by_another_record_changes_both_files(repo: Path) -> None:
@@ -179,8 +180,8 @@ def test_deprecate_quarantine_release_round_trip(repo: Path) -> None:
     refused = run_cli(repo, "knowledge", "confirm", RID)
     assert refused.returncode == 2 and refused.stderr.startswith("error: ")
     r = _json(run_cli(repo, "knowledge", "release", RID, "--json"))
-    assert r["status"] == "active" and r["change"] == "released"
-    assert _text(repo) == before.replace("status: candidate", "status: active")
+    assert r["status"] == "candidate" and r["change"] == "released"
+    assert _text(repo) == before  # the status before the quarantine, byte for byte
     d = _json(run_cli(repo, "knowledge", "deprecate", RID, "--ordinal", "50", "--json"))
     assert d["status"] == "deprecated"
     assert "status: deprecated\n" in _text(repo)

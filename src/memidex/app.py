@@ -7,6 +7,7 @@ is missing, locked or damaged.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -53,6 +54,9 @@ _STALENESS_HOW = {
            "stat, then sha256",
     "stat": "stat every file (size, mtime, inode); sha256 of those that differ",
 }
+_RMW_ATTEMPTS = 20
+"""How often a curation command re-reads and recomputes a record another writer changed
+between its read and its write, before it reports the conflict (exit 3)."""
 _UNAVAILABLE_LEVELS = {
     "memidex": "no embedding model support in this release",
     "static-floor": "no static embedding model support in this release",
@@ -145,6 +149,8 @@ class Memidex:
                 return self._db
             try:
                 self.last_refresh = refresh_index(self.store, self._db)
+                # A damaged index is never served as an empty one (a few µs).
+                self._db.sanity()
                 self._checked_at = time.monotonic()
             except IndexSwapped:
                 self.close()
@@ -220,8 +226,7 @@ class Memidex:
     def search(self, text: str, *, product: str | None = None, all_products: bool = False,
                kinds: Sequence[str] = (), statuses: Sequence[str] | None = None,
                anchors: Sequence[str] = (), limit: int = 10) -> SearchResult:
-        if limit < 1:
-            raise UsageError("--limit must be at least 1")
+        _check_limit(limit)
         q = SearchQuery(text=text, product=self._product(product, all_products),
                         kinds=_kinds(kinds), statuses=_statuses(statuses),
                         anchors=tuple(anchors), limit=limit)
@@ -230,16 +235,50 @@ class Memidex:
             from memidex.index.query import search
 
             try:
-                return SearchResult(text, q.product, "lexical-only", search(db, q),
-                                    note=self.index_note)
+                return SearchResult(text, q.product, "lexical-only",
+                                    self._mask_hits(search(db, q)), note=self.index_note)
             except IndexUnavailableError as exc:
                 self._damaged(exc)
         from memidex.search.scan import scan_search
 
-        return SearchResult(text, q.product, "bundle-scan", scan_search(self._loaded(), q),
+        return SearchResult(text, q.product, "bundle-scan",
+                            self._mask_hits(scan_search(self._loaded(), q)),
                             note=self.index_note)
 
+    def _output_masker(self) -> Any:
+        """The secrets to mask in what a reading command returns (a secret typed by hand
+        into a record), or None when there is no secrets file (one ``stat``)."""
+        from memidex.masking import Masker
+
+        return Masker.for_output(self.config.root / self.config.secrets_file)
+
+    def _mask_hits(self, hits: list[Any]) -> list[Any]:
+        masker = self._output_masker()
+        if masker is None:
+            return hits
+        m = masker.mask_secrets
+        return [replace(h, title=m(h.title), snippet=m(h.snippet),
+                        anchors=tuple(m(a) for a in h.anchors)) for h in hits]
+
     def show(self, id_or_prefix: str) -> ShownRecord:
+        """The record an id or unique prefix names, secrets masked in what it shows."""
+        shown = self._show(id_or_prefix)
+        masker = self._output_masker()
+        if masker is None:
+            return shown
+        from memidex.records.codec import parse_record
+
+        text = masker.mask_secrets(shown.text)
+        if text == shown.text:
+            return shown
+        try:
+            record = parse_record(text, shown.path)
+        except RecordError:  # the mask made it unreadable: mask field by field instead
+            record = replace(shown.record, title=masker.mask_secrets(shown.record.title),
+                             body=masker.mask_secrets(shown.record.body))
+        return replace(shown, record=record, text=text)
+
+    def _show(self, id_or_prefix: str) -> ShownRecord:
         prefix = id_or_prefix.strip()
         if not prefix:
             raise UsageError("give a record id or a unique prefix of one")
@@ -279,14 +318,16 @@ class Memidex:
                      ) -> list[dict[str, Any]]:
         chosen = self._product(product, all_products)
         k, s = _kinds(kinds), (() if statuses is None else _statuses(statuses))
+        if limit is not None:
+            _check_limit(limit)
         db = self.index()
         if db is not None:
             from memidex.index.query import list_records
 
             try:
-                return [row.as_dict() for row in list_records(
+                return self._mask_rows([row.as_dict() for row in list_records(
                     db, product=chosen, kinds=k, statuses=s, anchors=tuple(anchors),
-                    limit=limit)]
+                    limit=limit)])
             except IndexUnavailableError as exc:
                 self._damaged(exc)
         from memidex.records.shape import summary_of
@@ -297,7 +338,16 @@ class Memidex:
             r = lr.record
             if matches_filters(r, chosen, k, s, tuple(anchors)):
                 out.append(summary_of(r, lr.relpath))
-        return out[:limit] if limit is not None else out
+        return self._mask_rows(out[:limit] if limit is not None else out)
+
+    def _mask_rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        masker = self._output_masker()
+        if masker is None:
+            return rows
+        m = masker.mask_secrets
+        return [{k: m(v) if isinstance(v, str) else
+                 [m(x) if isinstance(x, str) else x for x in v] if isinstance(v, list) else v
+                 for k, v in row.items()} for row in rows]
 
     # --- checking ------------------------------------------------------------------
 
@@ -342,6 +392,7 @@ class Memidex:
                                                    f"duplicate policy id {p.id} (also in "
                                                    f"{seen[p.id]})"))
                 seen.setdefault(p.id, p.path)
+        report.problems.extend(_secret_problems(self.store, self.config))  # issue 13: secrets
         report.problems.sort(key=lambda p: (p.path, p.line, p.reason))
         return report
 
@@ -353,8 +404,11 @@ class Memidex:
 
         A new record's window begins at the product's current run ordinal (the last one
         allocated in ``build-ordinals.json``, 0 if none). The same kind/anchor/product/scope
-        again updates that record: new title and body, anchors merged, its trust counts,
-        evidence, window and history kept.
+        again updates that record (:func:`memidex.records.transitions.update`): new title
+        and body, anchors merged, its trust counts, evidence, window and history kept — and
+        only when the status table allows it (a quarantined, superseded or deprecated
+        record is refused, exit 2). Every string is masked (secrets, home paths) before
+        the id is computed; a secret in the product name is refused (exit 4).
         """
         from memidex.masking import Masker
         from memidex.records.ids import ANCHOR_RE, PRODUCT_RE, record_id
@@ -363,21 +417,28 @@ class Memidex:
             raise UsageError(f"unknown kind {kind!r}: use {', '.join(KINDS)}")
         if not anchors:
             raise UsageError("give at least one --anchor (the first is the main anchor)")
+        masker = Masker.load(self.config.root / self.config.secrets_file)
+        if masker.holds_secret(product):
+            raise InvalidInputError("the product name holds a value from the secrets file",
+                                    hint="a product is an identifier: use another name")
+        if not PRODUCT_RE.fullmatch(product):
+            raise InvalidInputError(f"product {product!r} must be letters, digits, . _ -")
+        anchors = [masker.mask(a) for a in anchors]
         for a in anchors:
             if not ANCHOR_RE.fullmatch(a) or "\n" in a:
                 raise InvalidInputError(f"anchor {a!r} must look like type:value, "
                                         "e.g. el:button:place-order")
-        if not PRODUCT_RE.fullmatch(product):
-            raise InvalidInputError(f"product {product!r} must be letters, digits, . _ -")
-        masker = Masker.load(self.config.root / self.config.secrets_file)
         title = masker.mask(" ".join(title.split()))
         if not title:
             raise UsageError("--title must not be empty")
-        body = masker.mask(body).strip("\n").rstrip()
-        scope = dict(sorted((scope or {}).items()))
+        body = _clean_body(masker.mask(body))
+        scope = dict(sorted((masker.mask(k), masker.mask(v))
+                            for k, v in (scope or {}).items()))
         rid = record_id(kind, anchors[0], product, scope)
         target = self.store.record_path(kind, rid)
+        self.store.check_write_folders(kind)  # before anything is created
         rel = self.store.rel(target)
+        self._refuse_elsewhere(rid, rel)
         existing_hash = self.store.current_hash(target)
         from memidex.records.model import Record, Trust
 
@@ -402,12 +463,45 @@ class Memidex:
                             anchors=extra, trust=Trust(source="human"), body=body,
                             valid=Valid(current_ordinal(self.config, product)))
         else:
-            merged = tuple(sorted((set(old.anchors) | set(extra)) - {old.anchor}))
-            record = replace(old, title=title, body=body or old.body, anchors=merged,
-                             status="active", trust=replace(old.trust, source="human"))
+            from memidex.records.transitions import update
+
+            record = update(old, title=title, body=body, anchors=extra)
+        record = self._masked(record, masker)
         changed = self._write([(record, existing_hash)], command="add")
         change = "unchanged" if not changed else ("added" if old is None else "updated")
         return AddResult(rid, rel, record.status, change)
+
+    def _masked(self, record: Record, masker: Any = None) -> Record:
+        """The write boundary for a record built from input: every string it stores
+        masked (:meth:`memidex.masking.Masker.mask_record`); its subject must already be
+        (the id is computed from the masked subject)."""
+        from memidex.masking import Masker
+
+        masker = masker or Masker.load(self.config.root / self.config.secrets_file)
+        masked: Record = masker.mask_record(record)
+        if masked.id != record.id:
+            raise InvalidInputError(f"{record.id} holds a secret or a home path in its "
+                                    "anchor or scope", hint="edit the record by hand")
+        return masked
+
+    def _refuse_elsewhere(self, rid: str, canonical: str) -> None:
+        """Refuse when a record with id ``rid`` exists at a path other than ``canonical``
+        (writing would make a second file with the same id)."""
+        db = self.index()
+        paths: list[str] | None = None
+        if db is not None:
+            from memidex.index.query import find_ids
+
+            try:
+                paths = [row.path for row in find_ids(db, rid) if row.id == rid]
+            except IndexUnavailableError as exc:
+                self._damaged(exc)
+        if paths is None:
+            paths = [lr.relpath for lr in self._loaded() if lr.record.id == rid]
+        others = sorted(p for p in paths if p != canonical)
+        if others:
+            raise InvalidInputError(f"{rid} is at {others[0]}, not at {canonical} where "
+                                    "memidex writes it", hint="move the file there first")
 
     def _write(self, records: Sequence[tuple[Record, str | None]], *, command: str) -> int:
         """Write records as one journaled change set under the writer lease (fenced).
@@ -441,9 +535,16 @@ class Memidex:
     # --- health --------------------------------------------------------------------
 
     def doctor(self) -> dict[str, Any]:
+        from memidex.index.build import remove_stale_builds
         from memidex.index.schema import SCHEMA_VERSION
         from memidex.records.yamlfast import yaml_loader
 
+        notes: list[str] = []
+        with contextlib.suppress(OSError):
+            removed = remove_stale_builds(self.config.index_path)
+            if removed:
+                notes.append(f"removed {len(removed)} build file(s) a killed rebuild left: "
+                             + ", ".join(removed))
         db = self.index()
         index: dict[str, Any] = {"path": self.store.rel(self.config.index_path),
                                  "exists": self.config.index_path.exists(),
@@ -451,6 +552,20 @@ class Memidex:
         errors: list[dict[str, Any]] = []
         record_count = 0
         healthy = True
+        mismatch: list[str] = []
+        if db is not None:
+            try:
+                mismatch = db.compare(len(self.store.scan_records()[0]))
+            except IndexUnavailableError as exc:
+                mismatch = [exc.message]
+            index["matches_files"] = not mismatch
+            if mismatch:
+                index["mismatch"] = mismatch
+                self._damaged(IndexUnavailableError(
+                    "the index does not match the files (" + "; ".join(mismatch) + ")"))
+                notes.append("the index does not match the record files; run "
+                             "`memidex knowledge rebuild-index`")
+                db = None
         if db is not None:
             from memidex.index.query import duplicate_ids, problems
 
@@ -494,6 +609,19 @@ class Memidex:
             healthy = False
         loader = yaml_loader().__name__
         level = "lexical-only" if db is not None else "bundle-scan"
+        lease = self.lease_status()
+        from memidex.write.inbox import inbox_report, live_daemon
+
+        lease["inbox"], waiting = inbox_report(self.store.queue_dir,
+                                               daemon_live=live_daemon(self.store) is not None)
+        if waiting is not None:
+            lease.setdefault("notes", []).append(waiting)
+        notes += lease.get("notes", [])
+        from memidex.store.gitsetup import merge_driver_status
+
+        merge = merge_driver_status(self.config.root)
+        if not merge["ok"]:  # every fresh clone: a note, not a failure (docs/review.md)
+            notes.append(f"{merge['problem']}; run `{merge['fix']}` to set it up")
         return {
             "healthy": healthy,
             "level": level,
@@ -502,7 +630,9 @@ class Memidex:
                 for name in LEVELS},
             "index": index,
             "records": {"count": record_count, "errors": errors},
-            "lease": self.lease_status(),
+            "lease": lease,
+            "merge_driver": merge,
+            "notes": notes,
             "yaml": {"loader": loader, "c_loader": loader == "CSafeLoader",
                      "note": "" if loader == "CSafeLoader" else
                      "PyYAML has no C loader here: hand-written records parse 8x slower"},
@@ -523,8 +653,9 @@ class Memidex:
         """The record an id (or unique prefix) names, its path and content hash."""
         from memidex.records.codec import content_hash, parse_record_bytes
 
-        shown = self.show(id_or_prefix)
+        shown = self._show(id_or_prefix)
         r = shown.record
+        self.store.check_write_folders(r.kind)  # before the lease creates anything
         canonical = self.store.rel(self.store.record_path(r.kind, r.id))
         if canonical != shown.path and canonical not in shown.duplicates:
             raise InvalidInputError(f"{r.id} is at {shown.path}, not at {canonical} where "
@@ -535,12 +666,26 @@ class Memidex:
 
     def _transition(self, id_or_prefix: str, op: Callable[[Record], Record], command: str,
                     change: str) -> CurationResult:
+        from memidex.errors import ConflictError
         from memidex.write.writer import Write
 
-        r, path, sha = self._load_for_write(id_or_prefix)
-        new = op(r)
-        done = self._apply([Write(new, sha)], f"knowledge {command}")
-        return CurationResult(new.id, path, new.status, change if any(done) else "unchanged")
+        # A read-modify-write: it lands on the bytes it read, or is computed again from a
+        # fresh read when another writer changed the file meanwhile (a concurrent confirm,
+        # say), a bounded number of times; then the conflict is reported (exit 3).
+        deadline = time.monotonic() + max(self.wait, 0.0)
+        for attempt in range(1, _RMW_ATTEMPTS + 1):
+            r, path, sha = self._load_for_write(id_or_prefix)
+            new = op(r)
+            try:
+                done = self._apply([Write(new, sha)], f"knowledge {command}")
+            except ConflictError:
+                if attempt == _RMW_ATTEMPTS or (attempt >= 3 and time.monotonic() >= deadline):
+                    raise
+                self._checked_at = None  # the next read must see the other writer's change
+                continue
+            return CurationResult(new.id, path, new.status,
+                                  change if any(done) else "unchanged")
+        raise AssertionError("unreachable")
 
     def confirm(self, id_or_prefix: str, *, run_ordinal: int | None = None) -> CurationResult:
         from memidex.records.transitions import confirm
@@ -588,8 +733,9 @@ class Memidex:
         assert title is not None
         masker = Masker.load(self.config.root / self.config.secrets_file)
         clean_title = masker.mask(" ".join(title.split()))
-        clean_body = masker.mask(body or "").strip("\n").rstrip()
-        new = supersede_in_place(r, title=clean_title, body=clean_body, ordinal=ordinal)
+        clean_body = _clean_body(masker.mask(body or ""))
+        new = self._masked(supersede_in_place(r, title=clean_title, body=clean_body,
+                                              ordinal=ordinal), masker)
         done = self._apply([Write(new, sha)], "knowledge supersede")
         return CurationResult(new.id, path, new.status,
                               "superseded" if any(done) else "unchanged",
@@ -609,11 +755,36 @@ class Memidex:
         def clean(_session: WriterSession) -> None:
             traces.extend(purge_traces(self.store, r.id))
 
-        done = self._apply([Remove(path, sha)], "knowledge purge", refuse_daemon=True,
-                           after=clean)
+        changes: list[Change] = [Remove(path, sha), *self._unreference(r.id)]
+        done = self._apply(changes, "knowledge purge", refuse_daemon=True, after=clean)
         self.index()  # the refresh drops the file's rows (a missing index: the next build)
         return CurationResult(r.id, path, "purged", "purged" if any(done) else "unchanged",
                               (("removed", traces),))
+
+    def _unreference(self, rid: str) -> list[Change]:
+        """Writes that take ``rid`` out of every other record's relations (purge leaves no
+        dangling reference), each checked against the bytes it was read from."""
+        from memidex.records.model import Relations
+        from memidex.write.writer import Write
+
+        out: list[Change] = []
+        for lr in list(self._loaded()):
+            rel = lr.record.relations
+            if lr.record.id == rid or rid not in (*rel.supersedes, rel.superseded_by,
+                                                  *rel.cites, *rel.contradicts):
+                continue
+            canonical = self.store.rel(self.store.record_path(lr.record.kind, lr.record.id))
+            if lr.relpath != canonical:
+                raise InvalidInputError(
+                    f"{lr.record.id} names {rid} but is at {lr.relpath}, not at {canonical} "
+                    "where memidex writes it", hint="move the file there first")
+            cleaned = Relations(
+                supersedes=tuple(x for x in rel.supersedes if x != rid),
+                superseded_by=None if rel.superseded_by == rid else rel.superseded_by,
+                cites=tuple(x for x in rel.cites if x != rid),
+                contradicts=tuple(x for x in rel.contradicts if x != rid))
+            out.append(Write(replace(lr.record, relations=cleaned), lr.sha256))
+        return out
 
     def daemon(self, *, once: bool = False, stop: threading.Event | None = None,
                log: Callable[[str], None] | None = None) -> DaemonReport:
@@ -622,6 +793,37 @@ class Memidex:
 
         return run_daemon(self.store, wait=self.wait, ttl=self.config.lease_ttl_seconds,
                           once=once, stop=stop, log=log)
+
+    # --- review (issue 13, docs/review.md) -------------------------------------------
+
+    def review(self, base: str | None = None, head: str | None = None) -> Any:
+        """What ``head`` (default: the working tree) changes in knowledge since ``base``
+        (default: the merge base with the default branch): a
+        :class:`memidex.review.changes.ReviewReport`, secrets scanned."""
+        from memidex.masking import Masker
+        from memidex.review.changes import review
+        from memidex.review.secrets import allow_list
+
+        masker = Masker.load(self.config.root / self.config.secrets_file)
+        return review(self.config.root, self.store.records_rel, base, head,
+                      secrets=masker.secrets, allow=allow_list(self.config))
+
+
+_MAX_LIMIT = 2**63 - 1  # memidex.records.model.MAX_ORDINAL (not imported on a search)
+
+
+def _check_limit(limit: int) -> None:
+    if not 1 <= limit <= _MAX_LIMIT:
+        raise UsageError(f"--limit must be a whole number from 1 to {_MAX_LIMIT}")
+
+
+def _clean_body(text: str) -> str:
+    """A body as stored: surrounding blank lines and trailing spaces dropped. A NUL byte
+    is refused (the index and snippets cannot keep it; never dropped silently)."""
+    if "\x00" in text:
+        raise InvalidInputError("the body holds a NUL byte (\\0)",
+                                hint="remove it: a record is text")
+    return text.strip("\n").rstrip()
 
 
 def _line_of_path(store: Store, path: str, key: str) -> int:
@@ -633,3 +835,10 @@ def _line_of_path(store: Store, path: str, key: str) -> int:
     except (OSError, UnicodeDecodeError, RecordError):
         return 1
     return key_line(front, key, first)
+
+
+def _secret_problems(store: Store, config: Config) -> list[Problem]:
+    """The secret scan of ``knowledge check`` (issue 13; detect-secrets loads only here)."""
+    from memidex.review.secrets import secret_problems
+
+    return secret_problems(store, config)

@@ -53,6 +53,7 @@ class Config:
     model_cache_dir: str = "~/.cache/memidex/models"
     lease_ttl_seconds: float = 30.0
     promotion: Mapping[str, Any] = field(default_factory=dict)
+    secrets: Mapping[str, Any] = field(default_factory=dict)  # [secrets] allow = [...]
     half_life_runs: Mapping[str, int] = field(
         default_factory=lambda: dict(DEFAULT_HALF_LIFE_RUNS)
     )
@@ -127,6 +128,13 @@ def _check_value(key: str, value: Any, source: str) -> Any:
         if not isinstance(value, dict):
             raise ConfigError(f"{source}: `promotion` must be a table")
         return dict(value)
+    if key == "secrets":
+        allow = value.get("allow", []) if isinstance(value, dict) else None
+        if not isinstance(value, dict) or set(value) - {"allow"} or not isinstance(
+                allow, list) or not all(isinstance(v, str) and v for v in allow):
+            raise ConfigError(f"{source}: `[secrets]` takes one key, `allow`: a list of "
+                              "values or fingerprints the secret scan may ignore")
+        return {"allow": list(allow)}
     if key == "half_life_runs":
         if not isinstance(value, dict) or not all(
             isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value.values()
@@ -149,7 +157,8 @@ def load_config(
     """Resolve the configuration for ``root`` (discovered when ``None``)."""
     resolved_root = root.resolve() if root is not None else find_root()
     if root is not None and not resolved_root.is_dir():
-        raise NotFoundError(f"--root {root} is not a folder")
+        raise NotFoundError(f"--root {root} is not a folder",
+                            hint="give the repository's folder (where memidex.toml or .git is)")
     values: dict[str, Any] = {}
     config_file = resolved_root / CONFIG_FILE
     found: Path | None = None

@@ -28,6 +28,7 @@ __all__ = [
     "LeaseError",
     "LeaseHeldError",
     "MemidexError",
+    "NoSpaceError",
     "NotFoundError",
     "Problem",
     "ProblemsFound",
@@ -173,6 +174,14 @@ class StorageError(MemidexError):
 
     exit_code = EXIT_PROBLEMS
     default_hint = "free space or fix the disk, then run the command again"
+
+
+class NoSpaceError(StorageError):
+    """The disk (or quota) is full: nothing was written or the write was undone; every
+    record stays at its old version, and the command works again once there is space."""
+
+    default_hint = ("free some space on that disk, then run the command again; no record "
+                    "was changed")
 
 
 class ProblemsFound(MemidexError):

@@ -1,21 +1,89 @@
 """Secrets and home-path redaction (SPEC §8), applied before anything is stored.
 
 The secrets file (default ``.agent-qa/secrets.yaml``) maps names to values; each value is
-replaced with ``[secret:<name>]``. Absolute home-directory paths become ``~``. Nothing
-else is masked.
+replaced with ``[secret:<name>]``. The machine's home directories — ``$HOME`` and the
+home folder of every account under ``/home/``, ``/Users/`` or ``/root`` — and Windows
+``X:\\Users\\<name>`` paths become ``~``; an app route such as ``/home/dashboard`` is
+data and stays. Nothing else is masked.
+
+:meth:`Masker.mask_record` is the one write boundary for a record: every string it stores
+(title, body, anchors, scope keys and values, evidence and history strings) is masked
+before its id is computed, and a product name holding a secret is refused.
+:meth:`Masker.for_output` masks secrets in what memidex prints (a secret typed by hand
+into a committed record); it reads the secrets file only when it exists and caches it.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from memidex.errors import ConfigError
+from memidex.errors import ConfigError, InvalidInputError
 
-__all__ = ["Masker"]
+if TYPE_CHECKING:
+    from memidex.records.model import Evidence, HistoryEntry, Record
 
-_HOME = re.compile(r"(?:/home/[^/\s]+|/Users/[^/\s]+|[A-Za-z]:\\Users\\[^\\\s]+|/root)(?=[/\\]|\b)")
+__all__ = ["Masker", "home_pattern"]
+
+_WINDOWS_HOME = r"[A-Za-z]:\\Users\\[^\\\s]+"
+_HOME_ROOTS = ("/home/", "/Users/")
+
+
+@lru_cache(maxsize=8)
+def home_pattern(home: str | None) -> re.Pattern[str]:
+    """The home folders of this machine: ``home`` (``$HOME``) and each account's home
+    under ``/home/``, ``/Users/`` or at ``/root``, each ending at a path boundary; and
+    Windows user folders."""
+    homes: set[str] = set()
+    if home and home.startswith("/") and home.rstrip("/"):
+        homes.add(home.rstrip("/"))
+    try:
+        import pwd
+
+        for entry in pwd.getpwall():
+            d = entry.pw_dir.rstrip("/")
+            if d == "/root" or (d.startswith(_HOME_ROOTS) and d.count("/") >= 2):
+                homes.add(d)
+    except (ImportError, OSError, KeyError):  # no account database (Windows, a sandbox)
+        pass
+    alts = [re.escape(h) for h in sorted(homes, key=lambda h: (-len(h), h))]
+    alts.append(_WINDOWS_HOME)
+    return re.compile(rf"(?:{'|'.join(alts)})(?![A-Za-z0-9._-])")
+
+
+_SECRET_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*): (.+)")
+_QUOTED = re.compile(r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt])*"')
+
+
+def _read_simple(text: str) -> dict[str, str] | None:
+    """``NAME: value`` lines (plain or JSON-quoted values), without importing PyYAML;
+    None for anything else (PyYAML then reads the file)."""
+    import json
+
+    from memidex.records.yamlfast import is_plain_str
+
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        m = _SECRET_LINE.fullmatch(line)
+        if m is None or m.group(1) in out or " #" in line:
+            return None
+        name, value = m.groups()
+        if _QUOTED.fullmatch(value):
+            out[name] = json.loads(value)
+        elif is_plain_str(value):
+            out[name] = value
+        else:
+            return None
+    return out
+
+
+_LOADED: dict[str, tuple[tuple[int, int], Masker]] = {}
 
 
 @dataclass(frozen=True)
@@ -24,28 +92,112 @@ class Masker:
 
     @classmethod
     def load(cls, path: Path) -> Masker:
-        if not path.is_file():
-            return cls()
-        import yaml
-
-        from memidex.records.yamlfast import yaml_loader
-
+        """The secrets in ``path`` (none when it does not exist); cached by size and
+        modification time, so a long-lived process reads it again only when it changed."""
         try:
-            data = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml_loader())  # noqa: S506
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            st = os.stat(path)
+        except OSError:
+            return cls()
+        key = str(path)
+        cached = _LOADED.get(key)
+        if cached is not None and cached[0] == (st.st_size, st.st_mtime_ns):
+            return cached[1]
+        masker = cls._read(path)
+        _LOADED[key] = ((st.st_size, st.st_mtime_ns), masker)
+        return masker
+
+    @classmethod
+    def _read(cls, path: Path) -> Masker:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
             raise ConfigError(f"{path}: cannot read the secrets file: {exc}") from None
+        except IsADirectoryError:
+            raise ConfigError(f"{path}: the secrets file is a folder") from None
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read the secrets file: {exc.strerror}"
+                              ) from None
+        data: Any = _read_simple(text)
+        if data is None:
+            import yaml
+
+            from memidex.records.yamlfast import yaml_loader
+
+            try:
+                data = yaml.load(text, Loader=yaml_loader())  # noqa: S506
+            except yaml.YAMLError as exc:
+                raise ConfigError(f"{path}: cannot read the secrets file: {exc}") from None
         if data is None:
             return cls()
         if not isinstance(data, dict) or not all(
-            isinstance(k, str) and isinstance(v, str | int) for k, v in data.items()
+            isinstance(k, str) and isinstance(v, str | int) and not isinstance(v, bool)
+            for k, v in data.items()
         ):
             raise ConfigError(f"{path}: the secrets file must map names to values")
         pairs = [(k, str(v)) for k, v in data.items() if str(v)]
         pairs.sort(key=lambda kv: (-len(kv[1]), kv[0]))
         return cls(tuple(pairs))
 
-    def mask(self, text: str) -> str:
+    @classmethod
+    def for_output(cls, path: Path) -> Masker | None:
+        """The secrets to mask in output, or None when there are none (the common case:
+        one ``stat``)."""
+        masker = cls.load(path)
+        return masker if masker.secrets else None
+
+    def mask_secrets(self, text: str) -> str:
         for name, value in self.secrets:
             if value in text:
                 text = text.replace(value, f"[secret:{name}]")
-        return _HOME.sub("~", text)
+        return text
+
+    def holds_secret(self, text: str) -> bool:
+        return any(value in text for _, value in self.secrets)
+
+    def mask(self, text: str) -> str:
+        """Secrets, then home paths."""
+        text = self.mask_secrets(text)
+        if "/" in text or "\\" in text:
+            text = home_pattern(os.environ.get("HOME")).sub("~", text)
+        return text
+
+    # --- the write boundary ------------------------------------------------------------
+
+    def mask_record(self, r: Record) -> Record:
+        """``r`` with every string it stores masked and its id computed from the masked
+        subject. A product name holding a secret is refused (an identifier, not text)."""
+        from memidex.records.ids import record_id
+
+        if self.holds_secret(r.product):
+            raise InvalidInputError("the product name holds a value from the secrets file",
+                                    hint="a product is an identifier: use another name")
+        m = self.mask
+        scope = tuple((m(k), m(v) if isinstance(v, str) else v) for k, v in r.scope)
+        anchor = m(r.anchor)
+        new = replace(
+            r, title=m(r.title), body=m(r.body), anchor=anchor,
+            anchors=tuple(sorted({m(a) for a in r.anchors} - {anchor})),
+            scope=tuple(sorted(dict(scope).items())),
+            evidence=tuple(self._evidence(e) for e in r.evidence),
+            history=tuple(self._history(h) for h in r.history),
+        )
+        if new == r:
+            return r
+        return replace(new, id=record_id(new.kind, new.anchor, new.product,
+                                         dict(new.scope)))
+
+    def _evidence(self, e: Evidence) -> Evidence:
+        m = self.mask
+
+        def s(v: str | None) -> str | None:
+            return None if v is None else m(v)
+
+        extra = tuple((m(k), m(v) if isinstance(v, str) else v) for k, v in e.extra)
+        return replace(e, run=s(e.run), test=s(e.test), observed=s(e.observed),
+                       check=s(e.check), artifact=s(e.artifact),
+                       extra=tuple(sorted(dict(extra).items())))
+
+    def _history(self, h: HistoryEntry) -> HistoryEntry:
+        m = self.mask
+        anchors = None if h.anchors is None else tuple(sorted({m(a) for a in h.anchors}))
+        return replace(h, title=m(h.title), body=m(h.body), anchors=anchors)

@@ -68,8 +68,10 @@ class CheckReport:
         return not self.problems
 
     def as_dict(self) -> dict[str, Any]:
+        """``errors``: the one name of a problem list in every JSON output (doctor's
+        ``records.errors``, rebuild-index's ``errors``), each ``{path, line, reason}``."""
         return {"ok": self.ok, "records": self.records, "policies": self.policies,
-                "problems": [p.as_dict() for p in self.problems]}
+                "errors": [p.as_dict() for p in self.problems]}
 
 
 @dataclass(frozen=True)

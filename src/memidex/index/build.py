@@ -8,6 +8,7 @@ secondary indexes after the load, then swaps it in under an exclusive lock on th
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memidex._version import __version__
-from memidex.errors import Problem, RecordError
+from memidex.errors import MemidexError, Problem, RecordError
 from memidex.index.db import (
     BUSY_TIMEOUT_MS,
     apply_migrations,
@@ -39,6 +40,9 @@ if TYPE_CHECKING:
 __all__ = [
     "BuildReport",
     "FileRows",
+    "clear_target",
+    "remove_stale_builds",
+    "stale_builds",
     "history_rows",
     "file_rows",
     "rebuild",
@@ -77,6 +81,8 @@ class BuildReport:
     problems: list[Problem] = field(default_factory=list)
     seconds: float = 0.0
     path: str = ""
+    moved_aside: str | None = None  # what was in the index's place, moved aside
+    stale_builds_removed: list[str] = field(default_factory=list)
 
 
 def record_row(lr: LoadedRecord) -> tuple[Any, ...]:
@@ -304,9 +310,14 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
     snapper = threading.Thread(target=lambda: snapshot.append(
         full_snapshot(store, [*files, *policy_files], dirs)), daemon=True)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.build-{os.getpid()}-{secrets.token_hex(4)}")
-    conn = sqlite3.connect(tmp, isolation_level=None)
     report = BuildReport(path=str(target))
+    report.moved_aside = clear_target(target)
+    report.stale_builds_removed = remove_stale_builds(target)
+    tmp = target.with_name(f".{target.name}.build-{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        conn = sqlite3.connect(tmp, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise _build_error(exc, target) from None
     try:
         conn.executescript(
             "PRAGMA auto_vacuum=INCREMENTAL;"  # so the pages 'optimize' frees can be returned
@@ -364,12 +375,85 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
             progress(done, total)
         fsync_file(tmp)
         _swap(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         conn.close()
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, sqlite3.Error):
+            raise _build_error(exc, target) from None
         raise
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _build_error(exc: sqlite3.Error, target: Path) -> MemidexError:
+    """A SQLite error while building: the disk's fault (full, I/O) or the index's."""
+    from memidex.errors import NoSpaceError, StorageError
+    from memidex.index.db import disk_trouble, sqlite_error
+
+    trouble = disk_trouble(exc)
+    if trouble is None:
+        return sqlite_error(exc)
+    if trouble == "io":
+        with contextlib.suppress(OSError):
+            st = os.statvfs(target.parent)
+            if st.f_bavail * st.f_frsize < 256 * 1024:
+                trouble = "full"
+    if trouble == "full":
+        return NoSpaceError(f"no space left on the device to build the index in "
+                            f"{target.parent} ({exc})",
+                            hint="free some space, then run `memidex knowledge rebuild-index`"
+                            " again; the old index and the records are intact")
+    return StorageError(f"disk I/O error while building the index in {target.parent} "
+                        f"({exc})")
+
+
+_BUILD_GLOB = ".{name}.build-*"
+
+
+def clear_target(target: Path) -> str | None:
+    """Something that is not a file where the index belongs (a folder, say): move it aside
+    so the new index can be put there, and return where it went (None: nothing to do)."""
+    if not target.is_dir() or target.is_symlink():
+        return None
+    aside = target.with_name(f"{target.name}.aside-{time.strftime('%Y%m%dT%H%M%S')}-"
+                             f"{os.getpid()}")
+    swap_into_place(target, aside)  # aside is a new name: nothing is replaced
+    return str(aside)
+
+
+def stale_builds(target: Path) -> list[Path]:
+    """Build files a killed rebuild left beside the index (``.memidex.sqlite.build-PID-*``
+    of a process that is gone)."""
+    out = []
+    for path in sorted(target.parent.glob(_BUILD_GLOB.format(name=target.name))):
+        pid_text = path.name.split(".build-", 1)[1].split("-", 1)[0]
+        try:
+            pid = int(pid_text)
+        except ValueError:
+            continue
+        if pid != os.getpid() and not _pid_alive(pid):
+            out.append(path)
+    return out
+
+
+def remove_stale_builds(target: Path) -> list[str]:
+    """Delete :func:`stale_builds`; returns their names."""
+    removed = []
+    for path in stale_builds(target):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+            removed.append(path.name)
+    return removed
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def upgrade(store: Store, target: Path, pending: Sequence[str], *,

@@ -10,9 +10,11 @@ is not its own.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sqlite3
+import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,7 +25,7 @@ from memidex.errors import IndexDamagedError, IndexLockedError, IndexUnavailable
 from memidex.index.schema import MIGRATIONS, MIGRATIONS_TABLE, SCHEMA_VERSION, TABLES, VIEWS
 
 __all__ = ["IndexDB", "IndexOutdated", "IndexSwapped", "apply_migrations", "create_schema",
-           "file_digest", "sqlite_error", "translated", "translating", "xor_hex"]
+           "disk_trouble", "file_digest", "sqlite_error", "translated", "translating", "xor_hex"]
 
 BUSY_TIMEOUT_MS = 3000
 
@@ -42,8 +44,27 @@ class IndexOutdated(IndexUnavailableError):
         self.pending = pending
 
 
+def disk_trouble(exc: sqlite3.Error) -> str | None:
+    """``"full"`` or ``"io"`` when SQLite's error is the disk's fault, else None."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if not isinstance(code, int):
+        return None
+    primary = code & 0xFF
+    if primary == sqlite3.SQLITE_FULL:
+        return "full"
+    return "io" if primary == sqlite3.SQLITE_IOERR else None
+
+
 def sqlite_error(exc: sqlite3.Error) -> IndexUnavailableError:
-    """The memidex error for a SQLite error on the index: locked (or read-only) vs damaged."""
+    """The memidex error for a SQLite error on the index: locked (or read-only), the disk
+    full, vs damaged (a table gone, a malformed file)."""
+    trouble = disk_trouble(exc)
+    if trouble == "full":
+        return IndexLockedError(f"the index cannot be updated: no space left on the device "
+                                f"({exc})", hint="free some space; the records are intact")
+    if isinstance(exc, sqlite3.OperationalError) and "no such " in str(exc):
+        return IndexDamagedError(f"the index is damaged ({exc}); run `memidex knowledge "
+                                 "rebuild-index`")
     if isinstance(exc, sqlite3.OperationalError):
         return IndexLockedError(f"the index is locked or read-only ({exc})")
     return IndexDamagedError(f"the index is damaged ({exc}); run `memidex knowledge "
@@ -136,15 +157,24 @@ class IndexDB:
     path: Path
     conn: sqlite3.Connection
     ino: int
+    readonly: bool = False
+    """Opened read-only (a read-only folder or mount): served while up to date."""
 
     @classmethod
     def open(cls, path: Path, *, write: bool = False) -> IndexDB:
         """Open an existing index; :class:`IndexUnavailableError` if missing or damaged."""
         for _ in range(3):
             try:
-                before = os.stat(path).st_ino
+                st = os.stat(path)
             except FileNotFoundError:
                 raise IndexUnavailableError(f"no index at {path}") from None
+            if not stat.S_ISREG(st.st_mode):
+                what = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+                raise IndexUnavailableError(
+                    f"{path} is {what}, not an index file",
+                    hint="`memidex knowledge rebuild-index` moves it aside and builds the "
+                    "index there")
+            before = st.st_ino
             mode = "rw" if write else "ro"
             try:
                 conn = sqlite3.connect(
@@ -168,7 +198,7 @@ class IndexDB:
                     # Derived data: a power cut may lose the last refresh (the next command
                     # redoes it) but never leaves a half-applied one; fewer fsyncs.
                     conn.execute("PRAGMA synchronous=NORMAL")
-                db = cls(path, conn, after)
+                db = cls(path, conn, after, readonly=not write)
                 db._check_schema()
                 return db
             conn.close()
@@ -212,10 +242,68 @@ class IndexDB:
             raise IndexSwapped(str(self.path))
         try:
             yield self.conn
+            self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            # SQLite may have rolled back already (a full disk): keep the first error.
+            if self.conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    self.conn.execute("ROLLBACK")
             raise
-        self.conn.execute("COMMIT")
+
+    def sanity(self) -> None:
+        """A cheap damage check for every reading command (a few µs, whatever the size):
+        the core tables exist, and ``records`` is not empty while ``files`` names record
+        files. Raises :class:`IndexDamagedError`, so a search answers from the records
+        instead of silently returning nothing. Finer damage (some rows lost) is
+        :meth:`compare`'s, which doctor runs."""
+        try:
+            row = self.conn.execute(
+                "SELECT (SELECT count(*) FROM sqlite_master WHERE name IN"
+                " ('records', 'records_fts', 'files', 'anchors')),"
+                " CASE WHEN EXISTS (SELECT 1 FROM records) THEN 0"
+                " ELSE EXISTS (SELECT 1 FROM files WHERE record_rowid IS NOT NULL) END"
+            ).fetchone()
+        except sqlite3.Error as exc:
+            raise sqlite_error(exc) from None
+        if row[0] != 4:
+            raise IndexDamagedError("the index is damaged (a table is missing); run "
+                                    "`memidex knowledge rebuild-index`")
+        if row[1]:
+            raise IndexDamagedError("the index is damaged (its records table is empty "
+                                    "while record files are indexed); run `memidex "
+                                    "knowledge rebuild-index`")
+
+    @translating
+    def compare(self, record_files: int) -> list[str]:
+        """Doctor's O(N) comparison of the index with the files: ``record_files`` (how
+        many record files are on disk) against the ``files`` rows, those rows against the
+        fingerprint kept in ``meta``, and the ``records`` and ``records_fts`` rows against
+        the files that produced them. Returns what differs (empty: they agree)."""
+        c = self.conn
+        out: list[str] = []
+        indexed = int(c.execute("SELECT count(*) FROM files WHERE kind = 'record'"
+                                ).fetchone()[0])
+        if indexed != record_files:
+            out.append(f"{record_files} record files on disk, {indexed} in the index")
+        fp = 0
+        for path, sha in c.execute("SELECT path, sha256 FROM files"):
+            fp ^= file_digest(path, sha)
+        kept = self.meta().get("fingerprint")
+        if kept is not None and xor_hex(fp) != kept:
+            out.append("the files table does not match the fingerprint in meta")
+        linked = int(c.execute("SELECT count(*) FROM files WHERE record_rowid IS NOT NULL"
+                               ).fetchone()[0])
+        records = int(c.execute("SELECT count(*) FROM records").fetchone()[0])
+        if linked != records:
+            out.append(f"{records} rows in records for {linked} indexed record files")
+        try:
+            docs = int(c.execute("SELECT count(*) FROM records_fts_docsize").fetchone()[0])
+        except sqlite3.OperationalError:
+            out.append("the full-text table records_fts is missing")
+        else:
+            if docs != records:
+                out.append(f"{docs} rows in records_fts for {records} records")
+        return out
 
     @translating
     def meta(self) -> dict[str, str]:

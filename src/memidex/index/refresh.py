@@ -217,8 +217,13 @@ def refresh(store: Store, db: IndexDB) -> RefreshReport:
         old = Snapshot.from_json(db.meta().get("snapshot"))
         if old is not None and old.same_state(snapshot) and not _racy(old):
             return report  # nothing changed, nothing to remember: no write at all
-        with db.begin_write():
-            write_meta(conn, {"snapshot": snapshot.to_json()})
+        if db.readonly:
+            return report  # up to date; the new snapshot only saves the next look time
+        try:
+            with db.begin_write():
+                write_meta(conn, {"snapshot": snapshot.to_json()})
+        except sqlite3.OperationalError:
+            pass  # read-only, locked or a full disk: the index is up to date all the same
         return report
     stored_paths = {p for fs in (*changes.records, *changes.policies)
                     for p in _stored_one(conn, fs.relpath)}

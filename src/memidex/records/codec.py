@@ -23,7 +23,7 @@ from memidex.records.yamlfast import (
     dump_value,
     fast_load,
     one_line,
-    yaml_loader,
+    strict_loader,
 )
 
 __all__ = [
@@ -64,7 +64,7 @@ def load_front_matter(front: str, path: str, first_line: int = 2) -> Any:
     import yaml
 
     try:
-        return yaml.load(front, Loader=yaml_loader())  # noqa: S506 - a safe loader
+        return yaml.load(front, Loader=strict_loader())  # noqa: S506 - a safe loader
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = first_line + (mark.line if mark is not None else 0)
@@ -128,8 +128,10 @@ def dump_record(record: Record) -> str:
         f"id: {dump_scalar(record.id)}",
         f"kind: {dump_scalar(record.kind)}",
         f"status: {dump_scalar(record.status)}",
-        f"product: {dump_scalar(record.product)}",
     ]
+    if record.previous_status is not None:
+        lines.append(f"previous_status: {dump_scalar(record.previous_status)}")
+    lines.append(f"product: {dump_scalar(record.product)}")
     if record.scope:
         lines.append(f"scope: {dump_value(_pairs_dict(record.scope))}")
     lines.append(f"anchor: {dump_scalar(record.anchor)}")

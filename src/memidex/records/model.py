@@ -163,6 +163,9 @@ class Record:
     evidence: tuple[Evidence, ...] = ()
     history: tuple[HistoryEntry, ...] = ()
     body: str = ""
+    previous_status: str | None = None
+    """Only while ``status`` is ``quarantined``: the status ``release`` restores
+    (``None``: read from the front matter, :func:`memidex.records.transitions.release`)."""
 
     @property
     def scope_dict(self) -> dict[str, Scalar]:

@@ -33,6 +33,7 @@ TOP_KEYS: tuple[str, ...] = (
     "id",
     "kind",
     "status",
+    "previous_status",
     "product",
     "scope",
     "anchor",
@@ -350,6 +351,13 @@ def record_from_mapping(
     relations = _relations(data.get("relations"), c)
     history = _history(data.get("history"), c, anchor)
     evidence = _evidence(data.get("evidence"), c)
+    previous = data.get("previous_status")
+    if relations is not None and status in STATUSES:
+        _status_combination(c, status, previous, relations)
+    if "\x00" in body:
+        c.problems.append(Problem(path, first_line + front_matter.count("\n") + 1
+                                  + body.count("\n", 0, body.index("\x00")),
+                                  "the body holds a NUL byte (\\0): remove it"))
     if valid is not None and history:
         last = history[-1].valid
         assert last.until is not None
@@ -394,4 +402,33 @@ def record_from_mapping(
         evidence=evidence,
         history=history,
         body=body,
+        previous_status=previous,
     )
+
+
+_SERVED = ("active", "candidate")
+
+
+def _status_combination(c: _Collector, status: str, previous: Any,
+                        relations: Relations) -> None:
+    """Status and the keys that go with it agree (``docs/curation.md``): only a superseded
+    record (or a quarantined one that was superseded) names a replacement, and
+    ``previous_status`` is kept only while quarantined."""
+    by = relations.superseded_by
+    if previous is not None:
+        if status != "quarantined":
+            c.add("previous_status", f"`previous_status` is kept only while a record is "
+                                     f"quarantined, not {status}")
+            return
+        if previous not in STATUSES or previous == "quarantined":
+            c.add("previous_status", "`previous_status` must be one of "
+                                     f"{', '.join(s for s in STATUSES if s != 'quarantined')}"
+                                     f", not {_show(previous)}")
+            return
+    if by is None:
+        return
+    if status in _SERVED or (status == "quarantined" and previous in _SERVED + (
+            "deprecated",)):
+        shown = status if status != "quarantined" else f"quarantined from {previous}"
+        c.add("relations", f"`relations.superseded_by` is set but the record is {shown}: "
+                           "a record replaced by another has status superseded")

@@ -27,6 +27,7 @@ __all__ = [
     "fast_load",
     "is_plain_str",
     "one_line",
+    "strict_loader",
     "yaml_loader",
 ]
 
@@ -59,6 +60,47 @@ def yaml_loader() -> Any:
     import yaml
 
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@lru_cache(maxsize=1)
+def strict_loader() -> Any:
+    """:func:`yaml_loader` that refuses a mapping holding the same key twice (PyYAML would
+    keep the last value and lose the first silently), marking the second key's line."""
+    import yaml
+
+    base = yaml_loader()
+
+    class StrictLoader(base):  # type: ignore[valid-type,misc]
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            if isinstance(node, yaml.MappingNode):
+                seen: set[tuple[str, str]] = set()
+                for key_node, _ in node.value:
+                    if not isinstance(key_node, yaml.ScalarNode):
+                        continue
+                    if key_node.tag == "tag:yaml.org,2002:merge":
+                        break  # `<<` merges may override keys on purpose
+                    key = (key_node.tag, key_node.value)
+                    if key in seen:
+                        raise yaml.constructor.ConstructorError(
+                            None, None, f"duplicate key {key_node.value!r} (a value would "
+                            "be lost)", key_node.start_mark)
+                    seen.add(key)
+            return super().construct_mapping(node, deep)
+
+    StrictLoader.__name__ = f"Strict{base.__name__}"
+    return StrictLoader
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise ValueError("a duplicate key")  # the readers decline: PyYAML's to report
+    return out
+
+
+_strict_loads = json.JSONDecoder(object_pairs_hook=_unique_pairs).decode
+"""``json.loads`` that refuses an object holding a key twice (the fast readers then
+decline, and :func:`strict_loader` reports the key with its line)."""
 
 
 def one_line(exc: BaseException) -> str:
@@ -343,7 +385,7 @@ def _load_whole(front: str) -> dict[str, Any] | None:
     if quoted:
         out = out.replace('"\x01', '"').replace('\x01"', '"').replace("\x01", '"')
     try:
-        data = json.loads(out)
+        data = _strict_loads(out)
     except ValueError:
         return None
     keys = front.count("\n") - front.count("\n  - ")
@@ -393,7 +435,7 @@ def _load_lines(front_matter: str) -> dict[str, Any] | None:
     if not keys:
         return None  # an empty document is null in YAML, not an empty mapping
     try:
-        wrapped = json.loads("{" + ",".join(entries) + "}")
+        wrapped = _strict_loads("{" + ",".join(entries) + "}")
     except (ValueError, RecursionError):
         return None
     if not isinstance(wrapped, dict):
@@ -454,7 +496,7 @@ def _load_block(front: str) -> dict[str, Any] | None:
     if entries is None or end != len(lines) or not entries:
         return None
     try:
-        data = json.loads("{" + ",".join(entries) + "}")
+        data = _strict_loads("{" + ",".join(entries) + "}")
     except (ValueError, RecursionError):
         return None
     # a top-level key given twice is declined, as by the other readers

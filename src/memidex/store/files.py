@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memidex.config import Config
-from memidex.errors import ConflictError, Problem, RecordError, UnsafePathError
+from memidex.errors import ConfigError, ConflictError, Problem, RecordError, UnsafePathError
 from memidex.records.ids import ID_RE
 from memidex.records.vocab import KINDS
 from memidex.store import fsio
@@ -63,6 +63,10 @@ class StagedFile:
     staged: Path
     target: Path
     sha256: str
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def check_rel(relpath: str) -> str:
@@ -114,6 +118,33 @@ class Store:
         if not path.name.endswith(".md") or not path.parent.resolve().is_relative_to(records):
             raise UnsafePathError(f"{relpath!r} is not a record file of this knowledge folder")
         return path
+
+    def check_write_folders(self, kind: str | None = None) -> None:
+        """Before a write creates anything (the lease, the journal, a staged file): the
+        knowledge folder must be inside the repository, and ``records/``, ``records/<kind>``,
+        ``staging/``, ``queue/`` and ``index/`` inside it — symlinks resolved, for the
+        folders that exist. Raises :class:`ConfigError` or :class:`UnsafePathError`."""
+        root = os.path.realpath(self.root)
+        knowledge = os.path.realpath(self.knowledge)
+        if not _within(knowledge, root) or knowledge == root:
+            raise ConfigError(
+                f"the knowledge folder {self.config.knowledge_dir} is outside the repository "
+                f"({knowledge}); memidex writes records only inside {root}",
+                hint="set `knowledge_dir` in memidex.toml to a folder inside the repository")
+        folders = [self.records_dir, self.staging_dir, self.queue_dir, self.index_dir]
+        if kind is not None:
+            folders.insert(1, self.records_dir / kind)
+        for folder in folders:
+            self._check_inside(folder, knowledge)
+
+    def _check_inside(self, folder: Path, knowledge: str) -> None:
+        if not os.path.lexists(folder):
+            return
+        real = os.path.realpath(folder)
+        if not _within(real, knowledge):
+            raise UnsafePathError(f"{self.rel(folder)} leads outside the knowledge folder "
+                                  f"(to {real}); nothing was written",
+                                  hint="replace the symlink with a real folder")
 
     def read_rel(self, relpath: str) -> bytes:
         """The bytes of a root-relative file (the hot path: no pathlib)."""
@@ -296,6 +327,9 @@ class Store:
         from memidex.records.codec import content_hash, dump_record
 
         target = self.record_path(record.kind, record.id)
+        knowledge = os.path.realpath(self.knowledge)
+        self._check_inside(self.staging_dir, knowledge)
+        self._check_inside(target.parent, knowledge)
         data = dump_record(record).encode("utf-8")
         self.staging_dir.mkdir(parents=True, exist_ok=True)
         staged = self.staging_dir / f"{record.id}.{os.getpid()}.{secrets.token_hex(6)}.md"

@@ -21,13 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from memidex.errors import LeaseError, LeaseHeldError
+from memidex.errors import LeaseError, LeaseHeldError, NoSpaceError, StorageError
 from memidex.store.fsio import fsync_file, read_int, read_json, swap_into_place
 from memidex.write.procs import boot_id, host_name, pid_start_time, process_alive
 
 __all__ = ["AUTHORITY_FILE", "EPOCH_FILE", "LEASE_FILE", "Authority", "Holder", "Unusable",
            "connect", "is_busy", "lease_copy_epoch", "peek_holder", "read_holder",
-           "same_file"]
+           "same_file", "storage_failure"]
 
 AUTHORITY_FILE = ".writer-authority.sqlite"
 LEASE_FILE = ".lease"
@@ -134,6 +134,32 @@ def is_busy(exc: sqlite3.Error) -> bool:
     return "locked" in str(exc) or "busy" in str(exc)
 
 
+_LOW_SPACE = 256 * 1024  # bytes free below which an I/O error is taken for a full disk
+
+
+def storage_failure(exc: BaseException, folder: Path) -> StorageError | None:
+    """The :class:`StorageError` for a SQLite error that is the disk's fault — full
+    (``SQLITE_FULL``) or an I/O error (``SQLITE_IOERR``: SQLite reports a ``-shm`` it could
+    not grow on a full disk that way) — else None. Such a file is not damaged: it must not
+    be recreated, and doctor must not call it damaged."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if not isinstance(code, int):
+        return None
+    primary = code & 0xFF
+    if primary not in (sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR):
+        return None
+    full = primary == sqlite3.SQLITE_FULL
+    if not full:
+        with contextlib.suppress(OSError):
+            st = os.statvfs(folder)
+            full = st.f_bavail * st.f_frsize < _LOW_SPACE
+    if full:
+        return NoSpaceError(f"no space left on the device holding {folder} ({exc})")
+    return StorageError(f"disk I/O error in {folder} ({exc})",
+                        hint="check the disk (dmesg), then run the command again; no record "
+                        "was changed")
+
+
 class Unusable(Exception):
     """The authority DB is missing or damaged (internal; triggers a safe recreation)."""
 
@@ -205,7 +231,7 @@ class Authority:
         except sqlite3.DatabaseError as exc:
             if isinstance(exc, sqlite3.OperationalError) and is_busy(exc):
                 raise
-            raise Unusable(str(exc)) from None
+            raise storage_failure(exc, self.folder) or Unusable(str(exc)) from None
         try:
             mode = conn.execute("PRAGMA journal_mode").fetchone()
             holder = read_holder(conn)
@@ -215,7 +241,7 @@ class Authority:
             conn.close()
             if isinstance(exc, sqlite3.OperationalError) and is_busy(exc):
                 raise
-            raise Unusable(str(exc)) from None
+            raise storage_failure(exc, self.folder) or Unusable(str(exc)) from None
         except Unusable:
             conn.close()
             raise
@@ -320,6 +346,16 @@ class Authority:
             os.close(fd)
 
     def _replace_db(self) -> None:
+        try:
+            self._replace_db_now()
+        except sqlite3.Error as exc:
+            failure = storage_failure(exc, self.folder)
+            if failure is None:
+                raise LeaseError(f"cannot create the writer authority database {self.db} "
+                                 f"({exc})", hint="check the knowledge folder") from None
+            raise failure from None
+
+    def _replace_db_now(self) -> None:
         existed, salvaged = self._salvage()
         seed = self._seed(salvaged)
         evidence = existed or seed > 0 or (self.folder / LEASE_FILE).exists()

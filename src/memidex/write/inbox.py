@@ -202,6 +202,26 @@ class Queue:
     def load(self, item_id: str) -> dict[str, Any] | None:
         return read_json(self.item_path(item_id))
 
+    def waiting(self, *, now: float | None = None) -> list[dict[str, Any]]:
+        """What ``doctor`` lists: every queued item without an outcome yet, oldest first
+        (``id``, ``command``, ``age_seconds``, ``path`` relative to the queue folder)."""
+        now = time.time() if now is None else now
+        out: list[dict[str, Any]] = []
+        for item_id in self.pending():
+            if self.has_marker(item_id):
+                continue
+            data = self.load(item_id) or {}
+            created = data.get("created")
+            command = data.get("command")
+            out.append({
+                "id": item_id,
+                "command": command if isinstance(command, str) else "?",
+                "age_seconds": (round(max(0.0, now - created), 1)
+                                if isinstance(created, int | float) else None),
+                "path": f"{CORRECTIONS_DIR}/{item_id}{ITEM_SUFFIX}",
+            })
+        return out
+
     def has_marker(self, item_id: str) -> bool:
         return self._marker(item_id, True).exists() or self._marker(item_id, False).exists()
 
@@ -270,6 +290,21 @@ class Queue:
                     Path(entry.path).unlink(missing_ok=True)
                     removed.append(name)
         return removed
+
+
+def inbox_report(queue_dir: Path, *, daemon_live: bool) -> tuple[list[dict[str, Any]],
+                                                                 str | None]:
+    """What ``doctor`` says about the inbox: the corrections waiting (:meth:`Queue.waiting`)
+    and one sentence on how to apply them (None when nothing waits)."""
+    inbox = Queue(queue_dir).waiting()
+    if not inbox:
+        return inbox, None
+    oldest = inbox[0]
+    who = ("a daemon holds the lease and applies them" if daemon_live else
+           "no daemon is running: start `memidex daemon`, or apply them once with "
+           "`memidex daemon --once`")
+    return inbox, (f"{len(inbox)} correction(s) wait in the daemon's inbox (oldest: "
+                   f"`{oldest['command']}`, queue/{oldest['path']}); {who}")
 
 
 def apply_item(session: WriterSession, queue: Queue, item_id: str) -> Outcome | None:

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from memidex._testing import step
-from memidex.errors import FencedError, LeaseError, LeaseHeldError
+from memidex.errors import FencedError, LeaseError, LeaseHeldError, StorageError
 from memidex.store.fsio import atomic_write, dump_json
 from memidex.write.authority import (
     AUTHORITY_FILE,
@@ -43,6 +43,7 @@ from memidex.write.authority import (
     is_busy,
     read_holder,
     same_file,
+    storage_failure,
 )
 from memidex.write.procs import current_process
 
@@ -105,6 +106,7 @@ class Lease:
         if self.epoch is not None:
             raise LeaseError("this lease object is already held")
         self.folder.mkdir(parents=True, exist_ok=True)
+        self._check_copies()
         wait = 0.0 if maintenance else max(0.0, wait)
         deadline = time.monotonic() + wait
         backoff = 0.005
@@ -123,6 +125,16 @@ class Lease:
                 raise LeaseHeldError(message)
             time.sleep(min(remaining, backoff * random.uniform(0.5, 1.5)))
             backoff = min(backoff * 2, 0.05)
+
+    def _check_copies(self) -> None:
+        """``.lease`` and ``.epoch`` must be files (or absent): say so precisely, before
+        a grant fails half-way on a folder a person or a tool put there."""
+        for name in (LEASE_FILE, EPOCH_FILE, AUTHORITY_FILE):
+            path = self.folder / name
+            if path.is_dir():
+                raise StorageError(
+                    f"{path} is a folder; memidex keeps a writer-lease file there",
+                    hint=f"move it aside (mv {path} {path}.aside); memidex writes it again")
 
     def _ensure_conn(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -145,7 +157,8 @@ class Lease:
         except sqlite3.OperationalError as exc:
             if not is_busy(exc):
                 self._drop_conn()
-                raise LeaseError(f"writer authority database: {exc}") from None
+                raise storage_failure(exc, self.folder) or LeaseError(
+                    f"writer authority database: {exc}") from None
             # SQLITE_BUSY: someone is inside a transaction; the lease counts as held.
             try:
                 holder = read_holder(conn)
@@ -190,7 +203,8 @@ class Lease:
             self._drop_conn()
             if isinstance(exc, sqlite3.OperationalError) and is_busy(exc):
                 return Holder(0, "?", None, None, None, None, None, None)
-            raise LeaseError(f"writer authority database is unusable: {exc}") from None
+            raise storage_failure(exc, self.folder) or LeaseError(
+                f"writer authority database is unusable: {exc}") from None
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
@@ -270,12 +284,16 @@ class Lease:
             if is_busy(exc):
                 raise LeaseError("writer authority database is locked by another process "
                                  f"for more than {self.busy_timeout:g}s") from None
-            raise self.fenced_error(f"the authority database is unusable ({exc})") from None
+            raise storage_failure(exc, self.folder) or self.fenced_error(
+                f"the authority database is unusable ({exc})") from None
         try:
             step("write.begun")
             try:
                 self._verify(conn, self._file)
             except sqlite3.DatabaseError as exc:
+                failure = storage_failure(exc, self.folder)
+                if failure is not None:
+                    raise failure from None
                 self._lost.set()
                 raise self.fenced_error(f"the authority database is unusable ({exc})") from None
             step("write.checked")
@@ -283,6 +301,11 @@ class Lease:
                 yield Fenced(conn, self.epoch)
                 conn.execute("COMMIT")
             except sqlite3.DatabaseError as exc:
+                # A full disk at COMMIT: rolled back, the lease still ours in the file;
+                # what was installed is rolled forward from the journal by the next writer.
+                failure = storage_failure(exc, self.folder)
+                if failure is not None:
+                    raise failure from None
                 self._lost.set()
                 raise self.fenced_error(f"the authority database is unusable ({exc})") from None
         except BaseException:

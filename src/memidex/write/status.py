@@ -19,6 +19,7 @@ from memidex.write.authority import (
     is_busy,
     lease_copy_epoch,
     peek_holder,
+    storage_failure,
 )
 from memidex.write.journal import Journal
 
@@ -39,7 +40,9 @@ def lease_status(folder: Path, *, clock: Callable[[], float] = time.time) -> dic
             holder = peek_holder(db)
             out["authority"] = "ok" if holder is not None else "damaged"
         except sqlite3.OperationalError as exc:
-            out["authority"] = "locked" if is_busy(exc) else "damaged"
+            failure = storage_failure(exc, folder)
+            out["authority"] = ("locked" if is_busy(exc) else
+                                f"unreadable: {failure.message}" if failure else "damaged")
         except sqlite3.DatabaseError:
             out["authority"] = "damaged"
         except OSError as exc:
@@ -51,18 +54,39 @@ def lease_status(folder: Path, *, clock: Callable[[], float] = time.time) -> dic
             holder = Holder(lease_copy_epoch(folder / LEASE_FILE), "?", copy["pid"],
                             copy.get("pid_start"), copy.get("boot_id"), copy.get("host"),
                             hb if isinstance(hb, int | float) else None, copy.get("ttl"))
+    notes: list[str] = []
+    out["stale"] = False
+    out["past_ttl"] = False
     if holder is not None:
         now = clock()
         out["epoch"] = holder.epoch
         if holder.held:
+            ttl = holder.ttl or 30.0
+            age = now - holder.heartbeat if holder.heartbeat is not None else None
+            reason = holder.free_reason(now, ttl)
+            past = age is None or age > ttl
+            alive = holder.alive()
             out.update(
                 held=True, pid=holder.pid, host=holder.host,
-                heartbeat_age_seconds=(round(now - holder.heartbeat, 3)
-                                       if holder.heartbeat is not None else None),
-                alive=holder.alive(),
-                stale=holder.free_reason(now, holder.ttl or 30.0) is not None,
+                heartbeat_age_seconds=round(age, 3) if age is not None else None,
+                ttl_seconds=ttl, alive=alive, stale=reason is not None,
+                stale_reason=reason, past_ttl=past,
             )
+            if past:
+                state = "stalled" if alive else "dead"
+                notes.append(
+                    f"the writer lease's heartbeat is past its TTL ({_age(age)} ago, TTL "
+                    f"{ttl:g}s): its holder, pid {holder.pid}, looks {state}; the next "
+                    "writer takes the lease over")
+            elif reason is not None:
+                notes.append(f"the writer lease is held by pid {holder.pid}, but {reason}: "
+                             "the next writer takes it over")
     journal = Journal(folder / "queue")
     out["pending_journal"] = journal.count_pending()
     out["abandoned_journal"] = journal.count_abandoned()
+    out["notes"] = notes
     return out
+
+
+def _age(age: float | None) -> str:
+    return "never" if age is None else f"{age:.1f}s"

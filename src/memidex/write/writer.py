@@ -9,7 +9,8 @@
 A session holds the writer lease (``memidex.write.lease``), heartbeats while open and releases
 on exit. On entry it removes staging left by older epochs and finishes the change sets a
 crashed writer left in the journal (``memidex.write.journal``), so the result equals an
-uninterrupted run. Each change set: plan (skip files that already hold an equal record) →
+uninterrupted run. Each change set: plan (a file that no longer holds the hash the caller
+read is a ConflictError; skip files that already hold an equal record) →
 save the bytes before and after in the ledger's blobs (``memidex.write.ledger``) → journal
 it (fsynced) → stage every write (unique files, fsynced) → take the visibility lock
 exclusively (``memidex.store.visibility``) → ``BEGIN IMMEDIATE`` → re-check epoch and token
@@ -205,11 +206,14 @@ class WriterSession:
             except FileNotFoundError:
                 current = None
             before = content_hash(current) if current is not None else None
+            # The expected-hash check comes first: a record computed from a stale read
+            # (another writer changed the file since) is a conflict, even when it happens
+            # to equal what the file holds now — a confirm lost that way would be silent.
+            self._expect(change.expected, before, relpath)
             if current is not None:
                 with contextlib.suppress(RecordError):
                     if parse_record_bytes(current, relpath) == change.record:
                         return None
-            self._expect(change.expected, before, relpath)
             op = Op("write", relpath, before, content_hash(data.encode("utf-8")), data)
             return op, current
         path = self.store.record_file(change.relpath)

@@ -1,0 +1,36 @@
+"""Error paths of the CLI (issue 9, item 12): a clear one-line error, nothing read whole."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import run_cli
+
+
+def test_a_body_file_that_never_ends_is_refused_at_the_cap(repo: Path) -> None:
+    out = run_cli(repo, "knowledge", "add", "--kind", "fact", "--anchor", "page:/x",
+                  "--title", "t", "--body-file", "/dev/zero")
+    assert out.returncode == 4, out.stderr
+    assert out.stderr.startswith("error: --body-file /dev/zero is over 1048576 bytes")
+    assert "Traceback" not in out.stderr
+    assert not list((repo / "agent-qa-knowledge/memory/records").rglob("*.md"))
+
+
+def test_a_body_file_that_is_not_utf8_is_refused(repo: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "body.txt"
+    bad.write_bytes(b"caf\xe9")
+    out = run_cli(repo, "knowledge", "add", "--kind", "fact", "--anchor", "page:/x",
+                  "--title", "t", "--body-file", str(bad))
+    assert out.returncode == 4 and out.stderr.startswith("error: cannot read --body-file")
+
+
+def test_a_root_that_does_not_exist_gets_a_hint_about_roots(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "memidex", "--root",
+                          str(tmp_path / "nonexistent"), "doctor"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2
+    lines = out.stderr.splitlines()
+    assert lines[0].startswith("error: --root") and "is not a folder" in lines[0]
+    assert "memidex.toml or .git" in out.stderr
