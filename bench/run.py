@@ -323,6 +323,66 @@ def undo_edit(e: Edit) -> None:
     e.deleted.write_bytes(e.deleted_bytes)
 
 
+def _confirmed(text: str, run: str) -> str:
+    """A record's text with one more confirmation and one more evidence item."""
+    import re
+
+    def more(m: re.Match[str]) -> str:
+        return f"confirmations: {int(m.group(1)) + 1}"
+
+    text = re.sub(r"confirmations: (\d+)", more, text, count=1)
+    head, sep, rest = text.partition("\n---\n")
+    item = f"  - {{run: {run}, test: bench-merge, step: 1, observed: seen}}\n"
+    if "\nevidence:\n" in head:
+        head = head.replace("\nevidence:\n", "\nevidence:\n" + item, 1)
+    else:
+        head += "\nevidence:\n" + item.rstrip("\n")
+    return head + sep + rest
+
+
+def merge_driver_runs(exe: str, files: list[str], tmp: Path, times: int) -> list[float]:
+    """``memidex merge-driver O A B P`` on one record both sides confirmed (a clean merge)."""
+    base = Path(files[len(files) // 3]).read_text(encoding="utf-8")
+    out: list[float] = []
+    for i in range(times):
+        o, a, b = (tmp / f"merge-{i}-{x}.md" for x in "OAB")
+        o.write_text(base, encoding="utf-8")
+        a.write_text(_confirmed(base, "r-bench-a"), encoding="utf-8")
+        b.write_text(_confirmed(base, "r-bench-b"), encoding="utf-8")
+        secs, _ = run_timed([exe, "merge-driver", str(o), str(a), str(b), "record.md"])
+        if "r-bench-b" not in a.read_text(encoding="utf-8"):
+            raise SystemExit("error: the merge driver lost the other side's evidence")
+        out.append(secs)
+    return out
+
+
+def review_runs(exe: str, corpus: Path, files: list[str], changed: int
+                ) -> tuple[list[float], list[float]]:
+    """``knowledge review HEAD`` with ``changed`` records confirmed in the working tree,
+    beside ``git diff --stat HEAD`` of the same tree; the files are restored after."""
+    step = max(1, len(files) // changed)
+    picked = [Path(f) for f in files[::step][:changed]]
+    saved = [(p, p.read_bytes()) for p in picked]
+    try:
+        for p, data in saved:
+            p.write_text(_confirmed(data.decode("utf-8"), "r-bench-review"), encoding="utf-8")
+        reviews: list[float] = []
+        diffs: list[float] = []
+        for _ in range(3):
+            secs, stdout = run_timed([exe, "--root", str(corpus), "knowledge", "review",
+                                      "HEAD", "--json"])
+            count = json.loads(stdout).get("count")
+            if count != changed:
+                raise SystemExit(f"error: the review counted {count} changes, not {changed}")
+            reviews.append(secs)
+            diff, _ = run_timed(["git", "-C", str(corpus), "diff", "--stat", "HEAD"])
+            diffs.append(diff)
+        return reviews, diffs
+    finally:
+        for p, data in saved:
+            p.write_bytes(data)
+
+
 # --- main ------------------------------------------------------------------------------
 
 
@@ -542,6 +602,19 @@ def main(argv: list[str] | None = None) -> int:
         helps = repeat_timed(lambda i: [exe, "--help"], args.cli_repeat)
         emit(timed_figure("memidex --help", helps, "s", baseline_name="python start",
                           baseline=quantile(py_start, 0.5), target=("<= 0.15 s", 0.15)))
+
+        # --- the merge driver and knowledge review (docs/review.md) --------------------
+        note(f"merge driver on one record x{args.cli_repeat}")
+        merges = merge_driver_runs(exe, files, tmp, args.cli_repeat)
+        emit(timed_figure("merge driver, one record", merges, "s",
+                          baseline_name="python start", baseline=quantile(py_start, 0.5),
+                          target=("<= 0.15 s", 0.15)))
+        changed = min(1000, len(files) // 10)
+        note(f"knowledge review of {changed} changed records x3 (and `git diff` of them)")
+        reviews, raw_diff = review_runs(exe, corpus, files, changed)
+        emit(timed_figure(f"review, {changed} changed records", reviews, "s",
+                          baseline_name="git diff --stat", baseline=quantile(raw_diff, 0.5),
+                          target=("<= 2 s", 2.0)))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         if generated and not args.keep:

@@ -555,7 +555,7 @@ class Memidex:
         mismatch: list[str] = []
         if db is not None:
             try:
-                mismatch = db.compare(len(self.store.scan_records()[0]))
+                mismatch = db.compare()
             except IndexUnavailableError as exc:
                 mismatch = [exc.message]
             index["matches_files"] = not mismatch

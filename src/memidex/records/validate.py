@@ -48,6 +48,7 @@ TOP_KEYS: tuple[str, ...] = (
 _TOP_KEY_SET = frozenset(TOP_KEYS)
 REQUIRED = ("id", "kind", "status", "product", "anchor", "title")
 _EVIDENCE_STR = ("run", "test", "observed", "check", "artifact")
+_EVIDENCE_USUAL = frozenset(("run", "test", "step", "observed"))
 _HISTORY_KEYS = frozenset({"valid", "title", "body", "trust", "anchors", "status"})
 _TRUST_KEYS = ("source", "confirmations", "contradictions", "last_confirmed")
 _RELATION_KEYS = ("supersedes", "superseded_by", "cites", "contradicts")
@@ -279,6 +280,15 @@ def _evidence(value: Any, c: _Collector) -> tuple[Evidence, ...] | None:
         return None
     out = []
     for i, item in enumerate(value):
+        # the common case first: a mapping of the four usual keys, each of its type
+        if type(item) is dict and item.keys() <= _EVIDENCE_USUAL:
+            run, test, step, observed = (item.get("run"), item.get("test"), item.get("step"),
+                                         item.get("observed"))
+            if ((run is None or type(run) is str) and (test is None or type(test) is str)
+                    and (observed is None or type(observed) is str)
+                    and (step is None or (type(step) is int and 0 <= step <= MAX_ORDINAL))):
+                out.append(Evidence(run, test, step, observed))
+                continue
         pairs = _pairs(item, c, "evidence", EVIDENCE_KEY_ORDER)
         if pairs is None:
             return None
