@@ -106,38 +106,50 @@ def default_base(root: Path) -> str:
     return "HEAD"
 
 
+_NO_BLOB = "0" * 40
+
+
 def _changed(root: Path, base: str, head: str | None, under: str
-             ) -> list[tuple[str, str]]:
-    """(status letter, path) of the record files that differ."""
-    args = ["diff", "--name-status", "-z", "--no-renames", base]
+             ) -> list[tuple[str, str, str, str]]:
+    """(status letter, path, old blob id, new blob id) of the record files that differ.
+
+    ``git diff --raw`` names the blobs on both sides, so their bytes are read by id: a
+    ``rev:path`` lookup walks the records folder's tree (tens of thousands of entries)
+    once per file. A side that is the working tree, or absent, has the all-zero id."""
+    args = ["diff", "--raw", "-z", "--no-renames", "--no-abbrev", base]
     if head is not None:
         args.append(head)
     parts = _git(root, *args, "--", under).split("\0")
-    out = [(parts[i][:1], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
+    out: list[tuple[str, str, str, str]] = []
+    for i in range(0, len(parts) - 1, 2):
+        meta = parts[i].split()  # :old-mode new-mode old-blob new-blob status
+        if len(meta) == 5:
+            out.append((meta[4][:1], parts[i + 1], meta[2], meta[3]))
     if head is None:
         others = _git(root, "ls-files", "-z", "--others", "--exclude-standard", "--", under)
-        out += [("A", p) for p in others.split("\0") if p]
-    return [(s, p) for s, p in out if p.endswith(".md")]
+        out += [("A", p, _NO_BLOB, _NO_BLOB) for p in others.split("\0") if p]
+    return [c for c in out if c[1].endswith(".md")]
 
 
-def _cat(root: Path, rev: str, paths: Sequence[str]) -> dict[str, bytes]:
-    """The blobs ``rev:path`` through one ``git cat-file --batch``."""
-    if not paths:
+def _cat(root: Path, blobs: Sequence[tuple[str, str]]) -> dict[str, bytes]:
+    """The bytes of each (path, blob id), through one ``git cat-file --batch``."""
+    wanted = [(p, b) for p, b in blobs if b != _NO_BLOB]
+    if not wanted:
         return {}
-    request = "".join(f"{rev}:{p}\n" for p in paths).encode("utf-8")
+    request = "".join(f"{b}\n" for _p, b in wanted).encode("ascii")
     out = subprocess.run(["git", "cat-file", "--batch"], cwd=root, input=request,
                          capture_output=True, check=False).stdout
-    blobs: dict[str, bytes] = {}
+    found: dict[str, bytes] = {}
     at = 0
-    for p in paths:
+    for p, _b in wanted:
         nl = out.index(b"\n", at)
         header = out[at:nl].split()
         at = nl + 1
         if len(header) == 3 and header[1] == b"blob":
             size = int(header[2])
-            blobs[p] = out[at:at + size]
+            found[p] = out[at:at + size]
             at += size + 1
-    return blobs
+    return found
 
 
 def _summary(r: Any) -> dict[str, Any]:
@@ -205,20 +217,20 @@ def review(root: Path, records_rel: str, base: str | None = None, head: str | No
                                  hint=exc.hint) from None
     base_rev = base or default_base(root)
     changed = _changed(root, base_rev, head, records_rel)
-    old_blobs = _cat(root, base_rev, [p for s, p in changed if s != "A"])
+    old_blobs = _cat(root, [(p, old) for s, p, old, _new in changed if s != "A"])
     if head is None:
         new_blobs = {}
-        for s, p in changed:
+        for s, p, _old, _new in changed:
             if s != "D":
                 try:
                     new_blobs[p] = (root / p).read_bytes()
                 except OSError:
                     continue
     else:
-        new_blobs = _cat(root, head, [p for s, p in changed if s != "D"])
+        new_blobs = _cat(root, [(p, new) for s, p, _old, new in changed if s != "D"])
     report = ReviewReport(base_rev, head or "working tree")
     scanned: list[tuple[str, bytes]] = []
-    for _status, path in changed:
+    for _status, path, _old, _new in changed:
         old = new = None
         problem = ""
         if path in old_blobs:

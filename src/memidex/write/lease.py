@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from memidex._testing import step
-from memidex.errors import FencedError, LeaseError, LeaseHeldError, StorageError
+from memidex.errors import FencedError, LeaseError, LeaseHeldError, MemidexError, StorageError
 from memidex.store.fsio import atomic_write, dump_json
 from memidex.write.authority import (
     AUTHORITY_FILE,
@@ -269,6 +269,15 @@ class Lease:
             now = holder.epoch if holder is not None else "?"
             raise self.fenced_error(f"epoch {self.epoch} was superseded by epoch {now}")
 
+    def _unusable(self, exc: sqlite3.DatabaseError) -> MemidexError:
+        """The error for a failure inside the fence: the disk's (no space, I/O) as it is,
+        anything else a lost lease (the authority database cannot be trusted)."""
+        failure = storage_failure(exc, self.folder)
+        if failure is not None:
+            return failure
+        self._lost.set()
+        return self.fenced_error(f"the authority database is unusable ({exc})")
+
     @contextlib.contextmanager
     def fence(self) -> Iterator[Fenced]:
         """``BEGIN IMMEDIATE`` + verify epoch and token; commit on success, else roll back.
@@ -291,11 +300,7 @@ class Lease:
             try:
                 self._verify(conn, self._file)
             except sqlite3.DatabaseError as exc:
-                failure = storage_failure(exc, self.folder)
-                if failure is not None:
-                    raise failure from None
-                self._lost.set()
-                raise self.fenced_error(f"the authority database is unusable ({exc})") from None
+                raise self._unusable(exc) from None
             step("write.checked")
             try:
                 yield Fenced(conn, self.epoch)
@@ -303,11 +308,7 @@ class Lease:
             except sqlite3.DatabaseError as exc:
                 # A full disk at COMMIT: rolled back, the lease still ours in the file;
                 # what was installed is rolled forward from the journal by the next writer.
-                failure = storage_failure(exc, self.folder)
-                if failure is not None:
-                    raise failure from None
-                self._lost.set()
-                raise self.fenced_error(f"the authority database is unusable ({exc})") from None
+                raise self._unusable(exc) from None
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
