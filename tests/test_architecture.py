@@ -63,10 +63,11 @@ def _unit(module: str) -> str:
 RANK = {
     "errors": 0, "_version": 0,
     "records": 1, "config": 1,
-    "masking": 2,
+    "masking": 2, "trust": 2,  # trust: pure arithmetic over records (docs/trust.md)
     "store": 3,
     "_testing": 3.5,  # the fault-injection seam: swaps a name in store.fsio, used by write
     "search": 4, "write": 4,
+    "runs": 4.5,  # run evidence: reads records, the store, masking; never index/write
     "index": 5,
     "results": 6,
     "review": 6.5,  # git-native review and the secret scan: read records and the store
@@ -221,7 +222,8 @@ def test_search_imports_neither_typer_nor_rich_nor_the_record_parser(repo: Path)
     os.utime(path.parent, (old, old))
     subprocess.run([sys.executable, "-m", "memidex", "--root", str(repo), "knowledge",
                     "rebuild-index"], check=True, capture_output=True)
-    heavy = ("typer", "click", "rich", "yaml", "sqlite_utils", "memidex.records.yamlfast",
+    heavy = ("typer", "click", "rich", "yaml", "sqlite_utils", "jsonschema", "detect_secrets",
+             "memidex.records.yamlfast",
              "memidex.records.model", "hashlib",
              "memidex.records.validate", "memidex.cli.commands")
     code = ("import sys, runpy; sys.argv = ['memidex', '--root', sys.argv[1], 'knowledge', "

@@ -1,0 +1,251 @@
+"""Trust arithmetic and the promotion gate: pure functions over a record's front matter.
+
+The formula, its reasons and worked examples are in ``docs/trust.md``; this module is
+the one place that computes them. Everything here is deterministic and uses only
+IEEE-754 basic operations (exact integer ratios, ``+ - * /`` and ``ldexp``), never a
+transcendental function from the C library, so the same inputs give the same bits on
+every machine.
+
+    value = source × confirmation × contradiction × age
+
+    source        = SOURCE_FACTOR[source]             (human 1, local 0.9, ci/import 0.7)
+    confirmation  = (1 + e) / (2 + e),  e = CONFIRMATION_WEIGHT[source] × confirmations
+    contradiction = 1 / (1 + contradictions)
+    age           = 2^-(age / half_life), linear between whole half-lives
+
+The record stores one ``source`` and one ``confirmations`` count, so the formula cannot
+tell which runs confirmed it; :func:`confirm` is the rule that keeps that count honest
+(a CI run keeps a local or human record fresh but does not make it stronger).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from typing import Any, Literal
+
+from memidex.errors import ConfigError, InvalidInputError
+from memidex.records.model import MAX_ORDINAL, Record, Trust
+from memidex.records.vocab import SOURCES
+
+__all__ = [
+    "CONFIRMATION_WEIGHT",
+    "DEFAULT_PROMOTION",
+    "SOURCE_FACTOR",
+    "Promotion",
+    "PromotionPolicy",
+    "TrustScore",
+    "age_factor",
+    "age_runs",
+    "confirm",
+    "contradict",
+    "promotion",
+    "record_trust",
+    "score",
+]
+
+SOURCE_FACTOR: Mapping[str, Fraction] = {
+    "human": Fraction(1),
+    "local": Fraction(9, 10),
+    "ci": Fraction(7, 10),
+    "import": Fraction(7, 10),
+}
+"""The ceiling a record's trust can reach, by where it came from."""
+
+CONFIRMATION_WEIGHT: Mapping[str, Fraction] = {
+    "human": Fraction(1),
+    "local": Fraction(1),
+    "ci": Fraction(1, 2),
+    "import": Fraction(1, 2),
+}
+"""What one confirmation is worth, by source: a CI (or imported) one counts half."""
+
+
+@dataclass(frozen=True, slots=True)
+class TrustScore:
+    """A trust value and the factors it is the product of (for a brief's ``reasons``)."""
+
+    value: float
+    source: float
+    confirmation: float
+    contradiction: float
+    age: float
+    age_runs: int
+    half_life: int
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {"value": self.value, "source": self.source,
+                "confirmation": self.confirmation, "contradiction": self.contradiction,
+                "age": self.age, "age_runs": self.age_runs, "half_life": self.half_life}
+
+
+def _count(name: str, value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInputError(f"trust: `{name}` must be a whole number >= 0, got {value!r}")
+    return value
+
+
+def _ratio(num: int, den: int) -> float:
+    """``num / den`` rounded once (Python's int division is correctly rounded)."""
+    return num / den
+
+
+def age_factor(age: int, half_life: int) -> float:
+    """``2^-(age/half_life)`` at whole half-lives, linear in between; exactly 1 at age 0
+    and exactly half of that at ``age == half_life``. Never raises or overflows."""
+    _count("age", age)
+    if isinstance(half_life, bool) or not isinstance(half_life, int) or half_life <= 0:
+        raise ConfigError(f"half-life must be a whole number of runs > 0, got {half_life!r}")
+    whole, rest = divmod(age, half_life)  # exact integers
+    if whole > 1100:  # 2^-1100 is below the smallest float: the factor is 0
+        return 0.0
+    # between 2^-whole and 2^-(whole+1): 2^-whole × (1 - rest / (2 × half_life))
+    return math.ldexp(1.0 - _ratio(rest, 2 * half_life), -whole)
+
+
+def age_runs(trust: Trust, *, valid_from: int, ordinal: int) -> int:
+    """Runs since the last confirmation (or since the version began, never confirmed);
+    0 when ``ordinal`` is not after it."""
+    since = trust.last_confirmed if trust.last_confirmed is not None else valid_from
+    return max(0, _count("ordinal", ordinal) - _count("last_confirmed", since))
+
+
+def score(source: str, confirmations: int, contradictions: int, age: int,
+          half_life: int) -> TrustScore:
+    """The trust of one record version from the numbers the formula reads."""
+    if source not in SOURCE_FACTOR:
+        raise InvalidInputError(f"trust: unknown source {source!r} "
+                                f"(one of {', '.join(SOURCES)})")
+    _count("confirmations", confirmations)
+    _count("contradictions", contradictions)
+    weight = CONFIRMATION_WEIGHT[source]
+    # e = weight × confirmations; (1 + e) / (2 + e) as one exact ratio, rounded once
+    num = weight.denominator + weight.numerator * confirmations
+    confirmation = _ratio(num, num + weight.denominator)
+    contradiction = _ratio(1, 1 + contradictions)
+    src = SOURCE_FACTOR[source]
+    source_factor = _ratio(src.numerator, src.denominator)
+    age_f = age_factor(age, half_life)
+    value = source_factor * confirmation * contradiction * age_f
+    return TrustScore(value=value, source=source_factor, confirmation=confirmation,
+                      contradiction=contradiction, age=age_f, age_runs=age,
+                      half_life=half_life)
+
+
+def half_life_of(kind: str, half_life_runs: Mapping[str, int]) -> int:
+    """The half-life for a kind from ``Config.half_life_runs`` (defaults merged in)."""
+    try:
+        return half_life_runs[kind]
+    except KeyError:
+        raise ConfigError(f"`half_life_runs` has no entry for kind `{kind}`") from None
+
+
+def record_trust(record: Record, *, ordinal: int,
+                 half_life_runs: Mapping[str, int]) -> TrustScore:
+    """The trust of ``record`` as served at run ``ordinal``."""
+    t = record.trust
+    return score(t.source, t.confirmations, t.contradictions,
+                 age_runs(t, valid_from=record.valid.from_, ordinal=ordinal),
+                 half_life_of(record.kind, half_life_runs))
+
+
+def confirm(trust: Trust, *, ordinal: int, ci: bool) -> Trust:
+    """The trust after one run confirmed the record (the curator's rule, docs/trust.md).
+
+    - every confirmation refreshes ``last_confirmed`` (never moving it back);
+    - a local run adds one confirmation; on a ``ci`` or ``import`` record it makes the
+      record ``local`` and the count restarts at 1 (the count then means local runs,
+      which is what the promotion gate reads);
+    - a CI run adds one confirmation (worth half) to a ``ci`` or ``import`` record, and
+      none to a ``local`` or ``human`` one.
+    """
+    last = ordinal if trust.last_confirmed is None else max(trust.last_confirmed, ordinal)
+    bump = min(trust.confirmations + 1, MAX_ORDINAL)
+    if ci:
+        if trust.source in ("ci", "import"):
+            return replace(trust, confirmations=bump, last_confirmed=last)
+        return replace(trust, last_confirmed=last)
+    if trust.source in ("ci", "import"):
+        return replace(trust, source="local", confirmations=1, last_confirmed=last)
+    return replace(trust, confirmations=bump, last_confirmed=last)
+
+
+def contradict(trust: Trust) -> Trust:
+    """The trust after a run contradicted the record (one more open contradiction)."""
+    return replace(trust, contradictions=min(trust.contradictions + 1, MAX_ORDINAL))
+
+
+# -- the promotion gate -------------------------------------------------------------
+
+PromotionReason = Literal["promoted", "human", "ci", "not-a-candidate", "not-local",
+                          "too-few-confirmations", "open-contradiction"]
+
+
+@dataclass(frozen=True, slots=True)
+class PromotionPolicy:
+    """The ``[promotion]`` table of ``memidex.toml`` (docs/trust.md)."""
+
+    min_confirmations: int = 2
+    max_contradictions: int = 0
+
+    @classmethod
+    def from_config(cls, table: Mapping[str, Any]) -> PromotionPolicy:
+        """Read ``Config.promotion``; an unknown key or a bad value is a ConfigError."""
+        unknown = sorted(set(table) - {"min_confirmations", "max_contradictions"})
+        if unknown:
+            raise ConfigError(f"[promotion]: unknown key `{unknown[0]}` "
+                              "(keys: min_confirmations, max_contradictions)")
+        values: dict[str, int] = {}
+        for key, default, least in (("min_confirmations", 2, 1),
+                                    ("max_contradictions", 0, 0)):
+            value = table.get(key, default)
+            if isinstance(value, bool) or not isinstance(value, int) or \
+                    not least <= value <= MAX_ORDINAL:
+                raise ConfigError(f"[promotion]: `{key}` must be a whole number "
+                                  f">= {least}, got {value!r}")
+            values[key] = value
+        return cls(**values)
+
+
+DEFAULT_PROMOTION = PromotionPolicy()
+
+
+@dataclass(frozen=True, slots=True)
+class Promotion:
+    """The gate's answer: whether the record becomes ``active``, and why."""
+
+    promote: bool
+    reason: PromotionReason
+    detail: str
+
+
+def promotion(status: str, trust: Trust, *, ci: bool,
+              policy: PromotionPolicy = DEFAULT_PROMOTION) -> Promotion:
+    """Should a record with this status and trust become active now?
+
+    Checked in this order: only a ``candidate`` is promoted; on CI nothing is; a
+    human-written record is at once; an open contradiction (more than
+    ``max_contradictions``) holds it back; only local evidence counts; and it needs
+    ``min_confirmations`` confirmations.
+    """
+    if status != "candidate":
+        return Promotion(False, "not-a-candidate", f"status is {status}, not candidate")
+    if ci:
+        return Promotion(False, "ci", "nothing is promoted on CI")
+    if trust.source == "human":
+        return Promotion(True, "human", "written by a person: active at once")
+    if trust.contradictions > policy.max_contradictions:
+        return Promotion(False, "open-contradiction",
+                         f"{trust.contradictions} contradiction(s), at most "
+                         f"{policy.max_contradictions} allowed")
+    if trust.source != "local":
+        return Promotion(False, "not-local",
+                         f"source is {trust.source}: only local runs promote")
+    if trust.confirmations < policy.min_confirmations:
+        return Promotion(False, "too-few-confirmations",
+                         f"{trust.confirmations} of {policy.min_confirmations} "
+                         "confirmations from local runs")
+    return Promotion(True, "promoted", f"{trust.confirmations} confirmations from local "
+                     "runs, no open contradiction")
