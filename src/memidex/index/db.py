@@ -15,7 +15,7 @@ import functools
 import os
 import sqlite3
 import stat
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,17 +101,6 @@ def file_digest(path: str, sha256: str) -> int:
     import hashlib  # here: OpenSSL costs a search's start-up ~2 ms
 
     return int.from_bytes(hashlib.sha256(f"{path}\0{sha256}".encode()).digest()[:16], "big")
-
-
-def sources_fingerprint(rows: Iterable[tuple[str, str]]) -> int:
-    """:func:`file_digest` of every (path, sha256), combined: one loop, one import."""
-    import hashlib
-
-    sha, from_bytes = hashlib.sha256, int.from_bytes
-    fp = 0
-    for path, digest in rows:
-        fp ^= from_bytes(sha(f"{path}\0{digest}".encode()).digest()[:16], "big")
-    return fp
 
 
 def xor_hex(value: int) -> str:
@@ -286,18 +275,15 @@ class IndexDB:
 
     @translating
     def compare(self) -> list[str]:
-        """Doctor's O(N) comparison of the index with the files it was built from, right
-        after a refresh brought the ``files`` rows up to date with the disk: those rows
-        against the fingerprint kept in ``meta``, and the ``records`` and ``records_fts``
-        rows against the files that produced them. Returns what differs (empty: they
-        agree). (Counting the files on disk again would cost a second scan of every
-        folder — 0.7 s at 100,000 records — and tell nothing the refresh did not.)"""
+        """Doctor's comparison of the index with the files it was built from, right after
+        a refresh brought the ``files`` rows up to date with the disk (so the files on
+        disk need no second scan — 0.7 s at 100,000 records): the ``records`` and
+        ``records_fts`` rows against the files that produced them. Returns what differs
+        (empty: they agree). Counts only, each one SQL statement: recomputing the sources
+        fingerprint in Python costs ~0.3 s at 100,000 files and the refresh has just
+        compared every file's stat and hash with its row."""
         c = self.conn
         out: list[str] = []
-        fp = sources_fingerprint(c.execute("SELECT path, sha256 FROM files"))
-        kept = self.meta().get("fingerprint")
-        if kept is not None and xor_hex(fp) != kept:
-            out.append("the files table does not match the fingerprint in meta")
         linked = int(c.execute("SELECT count(*) FROM files WHERE record_rowid IS NOT NULL"
                                ).fetchone()[0])
         records = int(c.execute("SELECT count(*) FROM records").fetchone()[0])
