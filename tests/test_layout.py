@@ -6,10 +6,12 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from conftest import git, run_cli
 from memidex.config import load_config
 from memidex.records.model import KINDS
-from memidex.store.layout import IGNORED, ignored_entries, init_repository
+from memidex.store.layout import IGNORED, init_repository
 
 CUSTOM = 'knowledge_dir = "kb/qa"\npolicies_dir = "rules"\nstate_dir = "local/state"\n'
 
@@ -93,14 +95,25 @@ def test_defaults_without_a_config_file(tmp_path: Path) -> None:
 
 def test_a_folder_outside_the_repository_is_made_but_not_ignored(tmp_path: Path) -> None:
     root = _git_repo(tmp_path)
-    outside = tmp_path / "elsewhere"
-    (root / "memidex.toml").write_text(f'knowledge_dir = "{outside}"\nstate_dir = "../st"\n',
-                                       encoding="utf-8")
+    (root / "memidex.toml").write_text('state_dir = "../st"\n', encoding="utf-8")
     report = init_repository(root)
-    assert (outside / "records/fact").is_dir() and (tmp_path / "st").is_dir()
-    assert f"{outside}/records/fact/" in report.created
+    assert (tmp_path / "st").is_dir() and "../st/" in report.created
     lines = (root / ".gitignore").read_text(encoding="utf-8").splitlines()
-    assert lines[1:] == list(ignored_entries(None, None)) == ["artifacts/"]
+    assert "../st/" not in lines and ".agent-qa/" not in lines
+
+
+def test_a_knowledge_folder_outside_the_repository_is_refused_before_anything(
+        tmp_path: Path) -> None:
+    from memidex.errors import InvalidInputError
+
+    root = _git_repo(tmp_path)
+    outside = tmp_path / "elsewhere"
+    (root / "memidex.toml").write_text(f'knowledge_dir = "{outside}"\n', encoding="utf-8")
+    before = sorted(p.name for p in root.iterdir())
+    with pytest.raises(InvalidInputError, match="outside the repository"):
+        init_repository(root)
+    assert not outside.exists()
+    assert sorted(p.name for p in root.iterdir()) == before
 
 
 def test_existing_gitignore_lines_are_kept_and_not_repeated(tmp_path: Path) -> None:

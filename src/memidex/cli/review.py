@@ -106,9 +106,20 @@ def _gh(text: str, *, prop: bool = False) -> str:
 
 def _md(text: str) -> str:
     """One line of record text, inert in Markdown tables."""
+    import re
+
     from memidex.cli.plain import safe
 
-    return safe(text).replace("\n", " ").replace("|", "\\|").replace("<", "&lt;")
+    # no table cell, code span, link or image from record text (or a file name)
+    return re.sub(r"([\\`\[\]|])", r"\\\1", safe(text).replace("\n", " ")
+                  ).replace("<", "&lt;")
+
+
+def _link(c: Any) -> str:
+    """The record's id linked to its file; both inert whatever the file is called."""
+    from urllib.parse import quote
+
+    return f"[{_md(c.id)}](<{quote(c.path, safe='/')}>)"
 
 
 def _trust(t: dict[str, Any] | None) -> str:
@@ -125,7 +136,7 @@ def markdown(report: Any) -> str:
         lines += ["### Needs a human look", ""]
         for c in report.attention:
             for reason in c.attention:
-                lines.append(f"- [`{c.id}`]({c.path}): {_md(reason)}")
+                lines.append(f"- {_link(c)}: {_md(reason)}")
         lines.append("")
     for product, changes in report.by_product().items():
         lines += [f"### {_md(product)}", "", "| change | record | title | trust |",
@@ -136,7 +147,7 @@ def markdown(report: Any) -> str:
             new_t = c.new["trust"] if c.new else None
             trust = (f"{_trust(old_t)} → {_trust(new_t)}" if c.verb == "confirmed"
                      else _trust(new_t or old_t))
-            lines.append(f"| {c.verb} | [`{c.id}`]({c.path}) | {_md(c.title)} | {trust} |")
+            lines.append(f"| {c.verb} | {_link(c)} | {_md(c.title)} | {trust} |")
             if c.verb == "superseded" and c.old and c.new:
                 sides.append(c)
         lines.append("")

@@ -12,6 +12,7 @@ more than half of a title and body, a record that fails validation, a possible s
 from __future__ import annotations
 
 import difflib
+import os
 import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -145,9 +146,10 @@ def _cat(root: Path, blobs: Sequence[tuple[str, str]]) -> dict[str, bytes]:
         nl = out.index(b"\n", at)
         header = out[at:nl].split()
         at = nl + 1
-        if len(header) == 3 and header[1] == b"blob":
+        if len(header) == 3:  # "<id> <type> <size>": skip what is not a blob
             size = int(header[2])
-            found[p] = out[at:at + size]
+            if header[1] == b"blob":
+                found[p] = out[at:at + size]
             at += size + 1
     return found
 
@@ -223,7 +225,12 @@ def review(root: Path, records_rel: str, base: str | None = None, head: str | No
         for s, p, _old, _new in changed:
             if s != "D":
                 try:
-                    new_blobs[p] = (root / p).read_bytes()
+                    # a symlink is read as git stores it (its target's name), never
+                    # followed: a record linked to a file outside the repository is
+                    # neither read nor scanned
+                    file = root / p
+                    new_blobs[p] = (os.fsencode(os.readlink(file)) if file.is_symlink()
+                                    else file.read_bytes())
                 except OSError:
                     continue
     else:

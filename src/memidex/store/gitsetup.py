@@ -15,7 +15,8 @@ from typing import Any
 __all__ = ["DRIVER", "DRIVER_NAME", "attributes_line", "merge_driver_status",
            "run_merge_driver", "setup_git"]
 
-DRIVER = "memidex merge-driver %O %A %B %P"
+DRIVER = "memidex merge-driver -- %O %A %B %P"
+"""``--`` ends the options: git passes %P as it is, and a path may start with ``-``."""
 DRIVER_NAME = "memidex field-level merge of knowledge records"
 ATTRIBUTES_HEADER = "# memidex: merge records field by field (memidex init)"
 
@@ -55,10 +56,13 @@ def setup_git(root: Path, knowledge_rel: str | None) -> list[str]:
         return created
     line = attributes_line(f"{knowledge_rel}/records")
     attributes = root / ".gitattributes"
-    text = attributes.read_text(encoding="utf-8") if attributes.exists() else ""
+    text = (attributes.read_bytes().decode("utf-8", "surrogateescape")
+            if attributes.exists() else "")  # kept byte for byte, CRLF stays CRLF
     if line not in {raw.strip() for raw in text.splitlines()}:
-        sep = "" if not text or text.endswith("\n") else "\n"
-        attributes.write_text(f"{text}{sep}{ATTRIBUTES_HEADER}\n{line}\n", encoding="utf-8")
+        nl = "\r\n" if "\r\n" in text else "\n"
+        sep = "" if not text or text.endswith(("\n", "\r")) else nl
+        added = f"{text}{sep}{ATTRIBUTES_HEADER}{nl}{line}{nl}"
+        attributes.write_bytes(added.encode("utf-8", "surrogateescape"))
         created.append(".gitattributes" + (" (entries)" if text else ""))
     if _is_git(root):
         wanted = {"merge.memidex.name": DRIVER_NAME, "merge.memidex.driver": DRIVER}
@@ -120,13 +124,14 @@ def _textual(ours: str, base: str, theirs: str, label: str) -> tuple[bytes, bool
             capture_output=True, check=False)
     except OSError:
         out = None
-    if out is not None and out.returncode >= 0:
+    if out is not None and 0 <= out.returncode <= 127:
         return out.stdout, out.returncode == 0
+    # git could not merge them (binary content, no git): both whole sides, byte for byte
     from memidex.records.merge import marked_text
 
-    text = marked_text(_read(ours).decode("utf-8", "replace"),
-                       _read(theirs).decode("utf-8", "replace"))
-    return text.encode("utf-8"), False
+    text = marked_text(_read(ours).decode("utf-8", "surrogateescape"),
+                       _read(theirs).decode("utf-8", "surrogateescape"))
+    return text.encode("utf-8", "surrogateescape"), False
 
 
 def run_merge_driver(base: str, ours: str, theirs: str, path: str = "") -> tuple[int, str]:
@@ -146,7 +151,7 @@ def run_merge_driver(base: str, ours: str, theirs: str, path: str = "") -> tuple
         why = result.reason or "the versions could not be merged as records"
         return (0 if clean else 1), f"memidex merge-driver: {label}: {why}; " + (
             "merged line by line" if clean else "left git's line conflict")
-    atomic_write(Path(ours), text.encode("utf-8"), durable=False)
+    atomic_write(Path(ours), text.encode("utf-8", "surrogateescape"), durable=False)
     if result.conflicts:
         return 1, (f"memidex merge-driver: {label}: both sides changed "
                    f"{', '.join(result.conflicts)} differently; markers in the body")

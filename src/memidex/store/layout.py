@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memidex.config import CONFIG_FILE, Config, load_config
-from memidex.errors import UsageError
+from memidex.errors import InvalidInputError, UsageError
 from memidex.records.ids import PRODUCT_RE
 from memidex.records.model import KINDS
 from memidex.store.gitsetup import setup_git
@@ -126,8 +126,9 @@ def init_repository(root: Path, *, product: str | None = None) -> InitReport:
     """Create what is missing; change nothing that exists (a second run is a no-op).
 
     The folders are the configured ones when ``memidex.toml`` already names them
-    (``knowledge_dir``, ``policies_dir``, ``state_dir``), else the defaults. A folder
-    outside the repository is created but gets no ``.gitignore`` entry. A new
+    (``knowledge_dir``, ``policies_dir``, ``state_dir``), else the defaults. A knowledge
+    folder outside the repository is refused (exit 4, nothing created); a state or
+    policies folder outside it is created but gets no ``.gitignore`` entry. A new
     ``memidex.toml`` names the product: ``product``, else :func:`infer_product`; an
     existing one gets ``product`` only when it names none and ``product`` is given.
     Each step below is one function, so a new step is one more line.
@@ -139,6 +140,12 @@ def init_repository(root: Path, *, product: str | None = None) -> InitReport:
     if not in_git_repository(root):
         report.warnings.append(NOT_GIT)
     config = load_config(root, environ={})  # the file only: the layout is the repository's
+    if _inside(config.root, config.knowledge_dir) is None:
+        # every write refuses a knowledge folder outside the repository (its records are
+        # committed files): refuse here too, before anything is created
+        raise InvalidInputError(
+            f"knowledge_dir {config.knowledge_dir!r} is outside the repository {config.root}",
+            hint="records are committed with the repository: keep knowledge_dir inside it")
     _folders(report, config)
     _config_file(report, config.root, config.product, product)
     _gitignore(report, config.root, ignored_entries(_inside(config.root, config.knowledge_dir),
