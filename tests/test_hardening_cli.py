@@ -34,3 +34,21 @@ def test_a_root_that_does_not_exist_gets_a_hint_about_roots(tmp_path: Path) -> N
     lines = out.stderr.splitlines()
     assert lines[0].startswith("error: --root") and "is not a folder" in lines[0]
     assert "memidex.toml or .git" in out.stderr
+
+
+def test_a_usage_error_is_one_error_line_and_a_hint(repo: Path) -> None:
+    """SPEC §7: expected errors are one `error:` line plus a hint, not click's usage block."""
+    for args in (["knowledge", "search"], ["knowledge", "review", "--output=x"],
+                 ["knowledge", "search", "x", "--bogus"], ["doctor", "--nope"]):
+        out = run_cli(repo, *args)
+        assert out.returncode == 2, (args, out.stderr)
+        lines = out.stderr.splitlines()
+        assert len(lines) == 2 and lines[0].startswith("error: "), (args, out.stderr)
+        assert lines[1].startswith("hint: see `memidex") and "--help`" in lines[1]
+        assert "Usage:" not in out.stderr
+
+
+def test_memidex_alone_still_prints_its_help(repo: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "memidex"], cwd=repo, capture_output=True,
+                         text=True)
+    assert "Usage: memidex" in out.stdout + out.stderr and "Commands" in out.stdout + out.stderr

@@ -67,9 +67,16 @@ def _typer(argv: list[str] | None, *, json_out: bool | None = None) -> int | Non
         code = app(args=argv, prog_name="memidex", standalone_mode=False)
     except click_error as exc:  # a usage error found by the parser
         usage: Any = exc
-        usage.show()
-        _json_error(json_out, "UsageError", usage.format_message(), "see --help",
-                    usage.exit_code)
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `memidex` alone: the help
+            usage.show()
+            return int(usage.exit_code)
+        from memidex.cli.plain import safe
+
+        ctx = getattr(usage, "ctx", None)
+        hint = f"see `{ctx.command_path if ctx is not None else 'memidex'} --help`"
+        message = usage.format_message()
+        sys.stderr.write(f"error: {safe(message)}\nhint: {safe(hint)}\n")  # one line
+        _json_error(json_out, "UsageError", message, hint, usage.exit_code)
         return int(usage.exit_code)
     except typer.Abort:
         sys.stderr.write("Aborted!\n")
