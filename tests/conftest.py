@@ -18,6 +18,30 @@ from memidex.records.model import Record, Trust, Valid
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
+# The SPEC §2 example record in canonical form, shared by the codec, validation and
+# versions tests. Lines: 1 ---, 2 id, 3 kind, 4 status, 5 product, 6 scope, 7 anchor,
+# 8 anchors, 9 title, 10 trust, 11 valid, 12 relations, 13 evidence, 14 its item.
+SPEC_FRONT = """\
+---
+id: fact-el-button-place-order-97c05f92322716e0
+kind: fact
+status: active
+product: shop-web
+scope: {page: /checkout}
+anchor: el:button:place-order
+anchors: [page:/checkout, test:checkout-happy-path]
+title: Place order stays disabled until the terms box is ticked
+trust: {source: local, confirmations: 3, contradictions: 0, last_confirmed: 41}
+valid: {from: 36, until: null}
+relations: {supersedes: [], superseded_by: null, cites: [], contradicts: []}
+"""
+SPEC_RECORD = SPEC_FRONT + """\
+evidence:
+  - {run: r-0041, test: checkout-happy-path, step: 3, observed: Place order (disabled)}
+---
+The **Place order** button on /checkout is disabled until "I accept the terms" is ticked.
+"""
+
 # Machines here are noisy (2 cores, shared): no per-example deadline, anywhere.
 settings.register_profile("memidex", deadline=None)
 settings.load_profile("memidex")

@@ -24,6 +24,7 @@ import os
 import shutil
 import signal
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
@@ -31,7 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from memidex._testing import crash_at, inject_io_fault, set_step_hook
+from memidex._testing import at_step, crash_at, inject_io_fault, set_step_hook
 from memidex.config import load_config
 from memidex.errors import MemidexError
 from memidex.records.ids import record_id
@@ -130,6 +131,21 @@ def events(stdout: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
 
 
+def drive(root: Path, *args: str, timeout: float = 60) -> tuple[int, list[dict[str, Any]]]:
+    """Run the driver to its end: (exit code, its events); a traceback fails the test."""
+    proc = subprocess.run(driver_cmd(root, *args), capture_output=True, text=True,
+                          timeout=timeout)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.returncode, events(proc.stdout)
+
+
+def copy_of(base: Path, name: str) -> Path:
+    """A copy of the repository ``base`` beside it, named ``name``."""
+    target = base.parent / name
+    shutil.copytree(base, target)
+    return target
+
+
 def snapshot(root: Path) -> dict[str, bytes]:
     """Every record file under the knowledge folder: relative path -> bytes."""
     base = knowledge(root) / "records"
@@ -163,20 +179,13 @@ def emit(event: str, **fields: Any) -> None:
 
 def pause_at(spec: str) -> None:
     """SIGSTOP this process the N-th time it reaches a step (after saying so)."""
-    name, _, nth = spec.partition(":")
-    want = int(nth) if nth else 1
-    seen = 0
 
-    def hook(reached: str) -> None:
-        nonlocal seen
-        if reached == name:
-            seen += 1
-            if seen == want:
-                emit("paused", step=name)
-                os.kill(os.getpid(), signal.SIGSTOP)
-                emit("resumed", step=name)
+    def pause(name: str) -> None:
+        emit("paused", step=name)
+        os.kill(os.getpid(), signal.SIGSTOP)
+        emit("resumed", step=name)
 
-    set_step_hook(hook)
+    at_step(spec, pause)
 
 
 def model_call(calls: Path, step: str, i: int) -> dict[str, str]:

@@ -57,27 +57,30 @@ def test_driver_accepts_a_path_with_a_leading_dash(tmp_path: Path) -> None:
     assert "Ours title" in text and "Theirs title" in text
 
 
-def test_setup_keeps_a_crlf_gitattributes_byte_for_byte(tmp_path: Path) -> None:
+def _set_up_twice(tmp_path: Path, original: bytes) -> bytes:
+    """``.gitattributes`` holding ``original`` after ``setup_git`` ran (it changed
+    something) and ran again (it changed nothing)."""
     git(tmp_path, "init", "-q")
-    original = b"*.png binary\r\n# keep \xc3\xa9\r\n"
     (tmp_path / ".gitattributes").write_bytes(original)
     assert setup_git(tmp_path, "kb")
     data = (tmp_path / ".gitattributes").read_bytes()
+    assert setup_git(tmp_path, "kb") == []
+    assert (tmp_path / ".gitattributes").read_bytes() == data
+    return data
+
+
+def test_setup_keeps_a_crlf_gitattributes_byte_for_byte(tmp_path: Path) -> None:
+    original = b"*.png binary\r\n# keep \xc3\xa9\r\n"
+    data = _set_up_twice(tmp_path, original)
     assert data.startswith(original)
     assert data.endswith(b"kb/records/**/*.md merge=memidex\r\n")
     assert b"\n" not in data.replace(b"\r\n", b"")
-    assert setup_git(tmp_path, "kb") == []
-    assert (tmp_path / ".gitattributes").read_bytes() == data
 
 
 def test_setup_keeps_a_non_utf8_gitattributes(tmp_path: Path) -> None:
-    git(tmp_path, "init", "-q")
     original = b"x \xff binary"
-    (tmp_path / ".gitattributes").write_bytes(original)
-    assert setup_git(tmp_path, "kb")
-    data = (tmp_path / ".gitattributes").read_bytes()
+    data = _set_up_twice(tmp_path, original)
     assert data.startswith(original + b"\n") and b"merge=memidex" in data
-    assert setup_git(tmp_path, "kb") == []
 
 
 def test_review_markdown_is_inert_for_a_hostile_file_name(repo: Path) -> None:

@@ -9,6 +9,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import SPEC_RECORD
 from memidex.errors import RecordError
 from memidex.records import (
     Record,
@@ -44,24 +45,7 @@ evidence:
 The **Place order** button on /checkout is disabled until "I accept the terms" is ticked.
 """
 
-SPEC_CANONICAL = """\
----
-id: fact-el-button-place-order-97c05f92322716e0
-kind: fact
-status: active
-product: shop-web
-scope: {page: /checkout}
-anchor: el:button:place-order
-anchors: [page:/checkout, test:checkout-happy-path]
-title: Place order stays disabled until the terms box is ticked
-trust: {source: local, confirmations: 3, contradictions: 0, last_confirmed: 41}
-valid: {from: 36, until: null}
-relations: {supersedes: [], superseded_by: null, cites: [], contradicts: []}
-evidence:
-  - {run: r-0041, test: checkout-happy-path, step: 3, observed: Place order (disabled)}
----
-The **Place order** button on /checkout is disabled until "I accept the terms" is ticked.
-"""
+SPEC_CANONICAL = SPEC_RECORD
 
 
 def front(text: str) -> str:

@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import importlib.util
 import re
+from typing import Any
 
 from conftest import REPO_ROOT
 
 
-def _gen() -> object:
-    spec = importlib.util.spec_from_file_location("gen_cli_docs",
-                                                  REPO_ROOT / "scripts/gen_cli_docs.py")
+def _script(name: str) -> object:
+    """``scripts/<name>.py`` loaded as a module (scripts/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / f"scripts/{name}.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _gen() -> object:
+    return _script("gen_cli_docs")
 
 
 def test_cli_reference_is_current() -> None:
@@ -60,11 +65,7 @@ def test_readme_leads_with_the_two_commands() -> None:
 
 
 def test_architecture_diagram_is_current() -> None:
-    spec = importlib.util.spec_from_file_location("import_graph",
-                                                  REPO_ROOT / "scripts/import_graph.py")
-    assert spec and spec.loader
-    graph = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(graph)
+    graph: Any = _script("import_graph")
     text = (REPO_ROOT / "docs/architecture.md").read_text(encoding="utf-8")
     block = graph.render()
     assert block.startswith("```mermaid\nflowchart TD\n") and "    app --> search\n" in block

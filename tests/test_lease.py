@@ -15,6 +15,7 @@ import pytest
 
 from lease_driver import (
     authority,
+    drive,
     driver_cmd,
     events,
     expected_files,
@@ -32,13 +33,6 @@ from memidex.write.lease import Lease
 from memidex.write.procs import pid_start_time
 from memidex.write.status import lease_status
 from memidex.write.writer import writer_session
-
-
-def run(root: Path, *args: str, timeout: float = 60) -> tuple[int, list[dict[str, Any]]]:
-    proc = subprocess.run(driver_cmd(root, *args), capture_output=True, text=True,
-                          timeout=timeout)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc.returncode, events(proc.stdout)
 
 
 def spawn(root: Path, *args: str) -> subprocess.Popen[str]:
@@ -128,14 +122,14 @@ def test_eight_writers_fifty_writes_each(root: Path) -> None:
 
 
 def test_paused_holder_is_fenced_after_a_takeover(root: Path) -> None:
-    run(root, "recover")
+    drive(root, "recover")
     a = spawn(root, "write", "--prefix", "a", "--ttl", "1", "--pause-at", "write.staged")
     a_epoch = read_event(a, "granted")["epoch"]
     read_event(a, "paused")
     wait_stopped(a.pid)
     assert len(staging_files(root)) == 1
     started = time.monotonic()
-    code, evs = run(root, "write", "--prefix", "b", "--ttl", "1", "--wait", "10")
+    code, evs = drive(root, "write", "--prefix", "b", "--ttl", "1", "--wait", "10")
     assert code == 0
     granted = evs[0]
     assert granted["epoch"] == a_epoch + 1
@@ -163,7 +157,7 @@ def test_pause_inside_the_transaction_holds_off_the_takeover(root: Path) -> None
     read_event(a, "paused")
     wait_stopped(a.pid)
     time.sleep(1.1)  # past a's TTL: only the open transaction protects it now
-    code, evs = run(root, "write", "--prefix", "b", "--ttl", "1", "--wait", "0.6",
+    code, evs = drive(root, "write", "--prefix", "b", "--ttl", "1", "--wait", "0.6",
                     "--busy-timeout", "0.2")
     assert code == 3
     error = evs[-1]
@@ -177,7 +171,7 @@ def test_pause_inside_the_transaction_holds_off_the_takeover(root: Path) -> None
     code, _ = finish(a)
     assert code == 0
     assert snapshot(root) == expected_files([make_record("a-0")])
-    code, evs = run(root, "write", "--prefix", "b", "--ttl", "1", "--wait", "5")
+    code, evs = drive(root, "write", "--prefix", "b", "--ttl", "1", "--wait", "5")
     assert code == 0 and evs[0]["epoch"] == a_epoch + 1
     with authority(root) as conn:
         rows = conn.execute("SELECT step_id, epoch, path FROM applied").fetchall()
@@ -191,7 +185,7 @@ def test_killed_holder_is_taken_over_inside_the_ttl(root: Path) -> None:
     wait_stopped(a.pid)
     a.kill()  # not reaped yet: a zombie counts as dead too
     started = time.monotonic()
-    code, evs = run(root, "write", "--prefix", "b", "--ttl", "30", "--wait", "20")
+    code, evs = drive(root, "write", "--prefix", "b", "--ttl", "30", "--wait", "20")
     took = time.monotonic() - started
     kill(a)
     assert code == 0 and took < 5
@@ -233,14 +227,14 @@ def test_a_live_pid_with_another_start_time_counts_as_dead(root: Path) -> None:
 
 
 def test_maintenance_refuses_at_once_under_a_live_holder(root: Path) -> None:
-    run(root, "write", "--prefix", "x")
+    drive(root, "write", "--prefix", "x")
     holder = spawn(root, "hold", "--seconds", "30", "--ttl", "1")
     epoch = read_event(holder, "granted")["epoch"]
     try:
         before = snapshot(root)
         time.sleep(1.2)  # longer than the TTL: the heartbeat keeps it
         started = time.monotonic()
-        code, evs = run(root, "write", "--prefix", "y", "--maintenance", "--ttl", "1")
+        code, evs = drive(root, "write", "--prefix", "y", "--maintenance", "--ttl", "1")
         assert time.monotonic() - started < 3
         assert code == 3
         assert evs[-1]["message"].startswith(
@@ -283,7 +277,7 @@ def test_a_second_session_in_the_same_process_waits_for_the_first(root: Path) ->
 
 
 def test_lease_status_never_writes(root: Path) -> None:
-    run(root, "write", "--prefix", "x")
+    drive(root, "write", "--prefix", "x")
     folder = knowledge(root)
 
     def listing() -> dict[str, tuple[int, int]]:
@@ -322,7 +316,7 @@ def test_damaged_authority_db_refuses_writes_then_is_recreated_higher(
                 w.write(make_record("refused"))
             assert "the authority database" in fenced.value.message
         # the next process to open it recreates it, above every earlier epoch
-        code, evs = run(root, "write", "--prefix", "next")
+        code, evs = drive(root, "write", "--prefix", "next")
         assert code == 0 and evs[0]["epoch"] > epoch
         with pytest.raises(FencedError) as fenced:
             w.write(make_record("refused"))
@@ -342,22 +336,22 @@ def test_damaged_authority_db_refuses_writes_then_is_recreated_higher(
 
 def test_deleted_db_with_a_lowered_epoch_file_still_goes_higher(root: Path) -> None:
     for _ in range(4):
-        run(root, "recover")
+        drive(root, "recover")
     folder = knowledge(root)
     assert db_epoch(root) == 4
     (folder / AUTHORITY_FILE).unlink()
     (folder / EPOCH_FILE).write_text("1\n")  # .lease still says 4
-    code, evs = run(root, "recover")
+    code, evs = drive(root, "recover")
     assert code == 0 and evs[0]["epoch"] > 4
 
 
 def test_lowered_epoch_file_and_garbled_lease_copy_change_nothing(root: Path) -> None:
-    run(root, "recover")
-    run(root, "recover")
+    drive(root, "recover")
+    drive(root, "recover")
     folder = knowledge(root)
     (folder / EPOCH_FILE).write_text("0\n")
     (folder / LEASE_FILE).write_bytes(b"\x00{not json")
-    code, evs = run(root, "recover")
+    code, evs = drive(root, "recover")
     assert code == 0 and evs[0]["epoch"] == 3
     assert (folder / EPOCH_FILE).read_text() == "3\n"
     assert json.loads((folder / LEASE_FILE).read_text())["epoch"] == 3

@@ -18,8 +18,9 @@ import pytest
 
 from lease_driver import (
     change_set,
+    copy_of,
+    drive,
     driver_cmd,
-    events,
     expected_files,
     initial_records,
     knowledge,
@@ -37,13 +38,6 @@ from memidex.store import visibility
 from memidex.write.journal import Journal
 from memidex.write.ledger import Ledger
 from memidex.write.writer import Remove, Write, writer_session
-
-
-def drive(root: Path, *args: str) -> tuple[int, list[dict[str, object]]]:
-    proc = subprocess.run(driver_cmd(root, *args), capture_output=True, text=True,
-                          timeout=60)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc.returncode, events(proc.stdout)
 
 
 def ledger_of(root: Path) -> Ledger:
@@ -71,12 +65,6 @@ def base(scratch: Path) -> Path:  # noqa: F811 - the imported fixture
     code, _ = drive(root, "setup")
     assert code == 0
     return root
-
-
-def copy_of(base: Path, name: str) -> Path:
-    target = base.parent / name
-    shutil.copytree(base, target)
-    return target
 
 
 # --- what the ledger records --------------------------------------------------------------

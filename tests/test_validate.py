@@ -4,29 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import SPEC_RECORD
 from memidex.errors import Problem, RecordError
 from memidex.records import parse_record, record_id
 
-# Line numbers of the file below: 1 ---, 2 id, 3 kind, 4 status, 5 product, 6 scope,
-# 7 anchor, 8 anchors, 9 title, 10 trust, 11 valid, 12 relations, 13 evidence, 14 item.
-BASE = """\
----
-id: fact-el-button-place-order-97c05f92322716e0
-kind: fact
-status: active
-product: shop-web
-scope: {page: /checkout}
-anchor: el:button:place-order
-anchors: [page:/checkout, test:checkout-happy-path]
-title: Place order stays disabled until the terms box is ticked
-trust: {source: local, confirmations: 3, contradictions: 0, last_confirmed: 41}
-valid: {from: 36, until: null}
-relations: {supersedes: [], superseded_by: null, cites: [], contradicts: []}
-evidence:
-  - {run: r-0041, test: checkout-happy-path, step: 3, observed: Place order (disabled)}
----
-The **Place order** button on /checkout is disabled until the terms are accepted.
-"""
+BASE = SPEC_RECORD  # its lines: see tests/conftest.py
 LINE = {"id": 2, "kind": 3, "status": 4, "product": 5, "scope": 6, "anchor": 7,
         "anchors": 8, "title": 9, "trust": 10, "valid": 11, "relations": 12, "evidence": 13}
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import make_record, write_record
+from conftest import SPEC_FRONT, make_record, write_record
 from memidex.app import Memidex
 from memidex.errors import InvalidInputError, Problem, RecordError
 from memidex.index.db import IndexDB, IndexOutdated
@@ -33,20 +33,7 @@ from memidex.records.shape import record_dict
 from memidex.records.transitions import supersede_in_place
 from strategies import evidence_items, records
 
-HEAD = """\
----
-id: fact-el-button-place-order-97c05f92322716e0
-kind: fact
-status: active
-product: shop-web
-scope: {page: /checkout}
-anchor: el:button:place-order
-anchors: [page:/checkout, test:checkout-happy-path]
-title: Place order stays disabled until the terms box is ticked
-trust: {source: local, confirmations: 3, contradictions: 0, last_confirmed: 41}
-valid: {from: 36, until: null}
-relations: {supersedes: [], superseded_by: null, cites: [], contradicts: []}
-"""
+HEAD = SPEC_FRONT
 # line 13: evidence: (or history:), 14: the first item
 BODY = "---\nThe button is disabled.\n"
 

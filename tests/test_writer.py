@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import errno
 import json
-import shutil
-import subprocess
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -15,8 +13,8 @@ import pytest
 from lease_driver import (
     authority,
     change_set,
-    driver_cmd,
-    events,
+    copy_of,
+    drive,
     expected_files,
     initial_records,
     knowledge,
@@ -36,15 +34,6 @@ from memidex.write.writer import writer_session
 INITIAL = expected_files(initial_records())
 FINAL = expected_files([make_record("keep"), make_record("update", 2), make_record("new"),
                         make_record("other")])
-
-
-
-def drive(root: Path, *args: str) -> tuple[int, list[dict[str, object]]]:
-    proc = subprocess.run(driver_cmd(root, *args), capture_output=True, text=True,
-                          timeout=60)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc.returncode, events(proc.stdout)
-
 
 
 def assert_old_or_new(root: Path) -> None:
@@ -73,12 +62,6 @@ def base(scratch: Path) -> Path:  # noqa: F811 - the imported fixture
             assert w.write(record)
     assert snapshot(root) == INITIAL
     return root
-
-
-def copy_of(base: Path, name: str) -> Path:
-    target = base.parent / name
-    shutil.copytree(base, target)
-    return target
 
 
 # --- crashes -----------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-__all__ = ["STEPS", "crash_at", "inject_io_fault", "set_step_hook", "step"]
+__all__ = ["STEPS", "at_step", "crash_at", "inject_io_fault", "set_step_hook", "step"]
 
 STEPS: tuple[str, ...] = (
     "acquire.begun",      # 1  BEGIN IMMEDIATE held for a grant
@@ -52,11 +52,6 @@ def step(name: str) -> None:
         _hook(name)
 
 
-# --- the lease -----------------------------------------------------------------------
-
-
-
-
 def _resolve_step(spec: str) -> tuple[str, int]:
     name, _, nth = spec.partition(":")
     if name.isdigit():
@@ -69,13 +64,9 @@ def _resolve_step(spec: str) -> tuple[str, int]:
     return name, int(nth) if nth else 1
 
 
-def crash_at(spec: str | None, *, code: int = 137) -> None:
-    """Make this process ``os._exit(code)`` at protocol step ``NAME[:N]`` or ``NUMBER[:N]``
-    (the N-th time it is reached, default the first). ``None`` removes the hook. Tests only.
-    """
-    if spec is None:
-        set_step_hook(None)
-        return
+def at_step(spec: str, action: Callable[[str], None]) -> None:
+    """Call ``action(step name)`` at protocol step ``NAME[:N]`` or ``NUMBER[:N]`` (the N-th
+    time it is reached, default the first), replacing any other hook. Tests only."""
     name, nth = _resolve_step(spec)
     seen = 0
 
@@ -84,9 +75,19 @@ def crash_at(spec: str | None, *, code: int = 137) -> None:
         if reached == name:
             seen += 1
             if seen == nth:
-                os._exit(code)
+                action(reached)
 
     set_step_hook(hook)
+
+
+def crash_at(spec: str | None, *, code: int = 137) -> None:
+    """Make this process ``os._exit(code)`` at protocol step ``NAME[:N]`` or ``NUMBER[:N]``
+    (see :func:`at_step`). ``None`` removes the hook. Tests only.
+    """
+    if spec is None:
+        set_step_hook(None)
+        return
+    at_step(spec, lambda _name: os._exit(code))
 
 
 class _FaultyOs:

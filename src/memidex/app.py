@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from memidex.index.build import BuildReport
     from memidex.index.db import IndexDB
     from memidex.index.refresh import RefreshReport
+    from memidex.masking import Masker
     from memidex.records.model import Record
     from memidex.write.daemon import DaemonReport
     from memidex.write.writer import Change, WriterSession
@@ -236,47 +237,27 @@ class Memidex:
 
             try:
                 return SearchResult(text, q.product, "lexical-only",
-                                    self._mask_hits(search(db, q)), note=self.index_note)
+                                    self._masker().mask_hits(search(db, q)),
+                                    note=self.index_note)
             except IndexUnavailableError as exc:
                 self._damaged(exc)
         from memidex.search.scan import scan_search
 
         return SearchResult(text, q.product, "bundle-scan",
-                            self._mask_hits(scan_search(self._loaded(), q)),
+                            self._masker().mask_hits(scan_search(self._loaded(), q)),
                             note=self.index_note)
 
-    def _output_masker(self) -> Any:
-        """The secrets to mask in what a reading command returns (a secret typed by hand
-        into a record), or None when there is no secrets file (one ``stat``)."""
+    def _masker(self) -> Masker:
+        """The secrets file's masker: what a record-writing command masks, and the secrets
+        masked in what a reading command returns (a secret typed by hand into a record).
+        One ``stat`` when there is no secrets file; cached by size and mtime."""
         from memidex.masking import Masker
 
-        return Masker.for_output(self.config.root / self.config.secrets_file)
-
-    def _mask_hits(self, hits: list[Any]) -> list[Any]:
-        masker = self._output_masker()
-        if masker is None:
-            return hits
-        m = masker.mask_secrets
-        return [replace(h, title=m(h.title), snippet=m(h.snippet),
-                        anchors=tuple(m(a) for a in h.anchors)) for h in hits]
+        return Masker.load(self.config.root / self.config.secrets_file)
 
     def show(self, id_or_prefix: str) -> ShownRecord:
         """The record an id or unique prefix names, secrets masked in what it shows."""
-        shown = self._show(id_or_prefix)
-        masker = self._output_masker()
-        if masker is None:
-            return shown
-        from memidex.records.codec import parse_record
-
-        text = masker.mask_secrets(shown.text)
-        if text == shown.text:
-            return shown
-        try:
-            record = parse_record(text, shown.path)
-        except RecordError:  # the mask made it unreadable: mask field by field instead
-            record = replace(shown.record, title=masker.mask_secrets(shown.record.title),
-                             body=masker.mask_secrets(shown.record.body))
-        return replace(shown, record=record, text=text)
+        return self._masker().mask_shown(self._show(id_or_prefix))
 
     def _show(self, id_or_prefix: str) -> ShownRecord:
         prefix = id_or_prefix.strip()
@@ -325,7 +306,7 @@ class Memidex:
             from memidex.index.query import list_records
 
             try:
-                return self._mask_rows([row.as_dict() for row in list_records(
+                return self._masker().mask_rows([row.as_dict() for row in list_records(
                     db, product=chosen, kinds=k, statuses=s, anchors=tuple(anchors),
                     limit=limit)])
             except IndexUnavailableError as exc:
@@ -338,16 +319,7 @@ class Memidex:
             r = lr.record
             if matches_filters(r, chosen, k, s, tuple(anchors)):
                 out.append(summary_of(r, lr.relpath))
-        return self._mask_rows(out[:limit] if limit is not None else out)
-
-    def _mask_rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        masker = self._output_masker()
-        if masker is None:
-            return rows
-        m = masker.mask_secrets
-        return [{k: m(v) if isinstance(v, str) else
-                 [m(x) if isinstance(x, str) else x for x in v] if isinstance(v, list) else v
-                 for k, v in row.items()} for row in rows]
+        return self._masker().mask_rows(out[:limit] if limit is not None else out)
 
     # --- checking ------------------------------------------------------------------
 
@@ -410,14 +382,13 @@ class Memidex:
         record is refused, exit 2). Every string is masked (secrets, home paths) before
         the id is computed; a secret in the product name is refused (exit 4).
         """
-        from memidex.masking import Masker
         from memidex.records.ids import ANCHOR_RE, PRODUCT_RE, record_id
 
         if kind not in KINDS:
             raise UsageError(f"unknown kind {kind!r}: use {', '.join(KINDS)}")
         if not anchors:
             raise UsageError("give at least one --anchor (the first is the main anchor)")
-        masker = Masker.load(self.config.root / self.config.secrets_file)
+        masker = self._masker()
         if masker.holds_secret(product):
             raise InvalidInputError("the product name holds a value from the secrets file",
                                     hint="a product is an identifier: use another name")
@@ -439,15 +410,20 @@ class Memidex:
         self.store.check_write_folders(kind)  # before anything is created
         rel = self.store.rel(target)
         self._refuse_elsewhere(rid, rel)
-        existing_hash = self.store.current_hash(target)
         from memidex.records.model import Record, Trust
 
         old: Record | None = None
-        if existing_hash is not None:
-            from memidex.records.codec import parse_record_bytes
+        existing_hash: str | None = None  # None: the file must not exist when written
+        try:
+            data = target.read_bytes()  # the record and the hash the writer checks: one read
+        except FileNotFoundError:
+            data = None
+        if data is not None:
+            from memidex.records.codec import content_hash, parse_record_bytes
 
+            existing_hash = content_hash(data)
             try:
-                old = parse_record_bytes(target.read_bytes(), rel)
+                old = parse_record_bytes(data, rel)
             except RecordError as exc:
                 raise RecordError(exc.problems, hint="fix or purge the existing record "
                                   "first; memidex never overwrites a file it cannot read"
@@ -471,14 +447,12 @@ class Memidex:
         change = "unchanged" if not changed else ("added" if old is None else "updated")
         return AddResult(rid, rel, record.status, change)
 
-    def _masked(self, record: Record, masker: Any = None) -> Record:
+    def _masked(self, record: Record, masker: Masker | None = None) -> Record:
         """The write boundary for a record built from input: every string it stores
         masked (:meth:`memidex.masking.Masker.mask_record`); its subject must already be
         (the id is computed from the masked subject)."""
-        from memidex.masking import Masker
-
-        masker = masker or Masker.load(self.config.root / self.config.secrets_file)
-        masked: Record = masker.mask_record(record)
+        masker = masker or self._masker()
+        masked = masker.mask_record(record)
         if masked.id != record.id:
             raise InvalidInputError(f"{record.id} holds a secret or a home path in its "
                                     "anchor or scope", hint="edit the record by hand")
@@ -661,6 +635,8 @@ class Memidex:
             raise InvalidInputError(f"{r.id} is at {shown.path}, not at {canonical} where "
                                     "memidex writes it", hint="move the file there first")
         # The record and the hash the writer checks come from the same bytes.
+        if shown.path == canonical:
+            return r, canonical, content_hash(shown.text.encode("utf-8"))
         data = self.store.read_bytes(canonical)
         return parse_record_bytes(data, canonical), canonical, content_hash(data)
 
@@ -713,7 +689,6 @@ class Memidex:
                   body: str | None = None, ordinal: int | None = None,
                   by: str | None = None) -> CurationResult:
         """A new version of the record (``title``) or its replacement by another (``by``)."""
-        from memidex.masking import Masker
         from memidex.records.transitions import supersede_by, supersede_in_place
         from memidex.write.writer import Write
 
@@ -731,7 +706,7 @@ class Memidex:
                                   "superseded" if any(done) else "unchanged",
                                   (("superseded_by", new.id), ("superseded_by_path", other_path)))
         assert title is not None
-        masker = Masker.load(self.config.root / self.config.secrets_file)
+        masker = self._masker()
         clean_title = masker.mask(" ".join(title.split()))
         clean_body = _clean_body(masker.mask(body or ""))
         new = self._masked(supersede_in_place(r, title=clean_title, body=clean_body,
@@ -800,11 +775,10 @@ class Memidex:
         """What ``head`` (default: the working tree) changes in knowledge since ``base``
         (default: the merge base with the default branch): a
         :class:`memidex.review.changes.ReviewReport`, secrets scanned."""
-        from memidex.masking import Masker
         from memidex.review.changes import review
         from memidex.review.secrets import allow_list
 
-        masker = Masker.load(self.config.root / self.config.secrets_file)
+        masker = self._masker()
         return review(self.config.root, self.store.records_rel, base, head,
                       secrets=masker.secrets, allow=allow_list(self.config))
 

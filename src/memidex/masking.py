@@ -9,8 +9,9 @@ data and stays. Nothing else is masked.
 :meth:`Masker.mask_record` is the one write boundary for a record: every string it stores
 (title, body, anchors, scope keys and values, evidence and history strings) is masked
 before its id is computed, and a product name holding a secret is refused.
-:meth:`Masker.for_output` masks secrets in what memidex prints (a secret typed by hand
-into a committed record); it reads the secrets file only when it exists and caches it.
+:meth:`Masker.mask_hits`, :meth:`Masker.mask_rows` and :meth:`Masker.mask_shown` mask
+secrets in what memidex prints (a secret typed by hand into a committed record);
+:meth:`Masker.load` reads the secrets file only when it exists and caches it.
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from memidex.errors import ConfigError, InvalidInputError
+from memidex.errors import ConfigError, InvalidInputError, RecordError
 
 if TYPE_CHECKING:
     from memidex.records.model import Evidence, HistoryEntry, Record
+
+_T = TypeVar("_T")
 
 __all__ = ["Masker", "home_pattern"]
 
@@ -138,13 +141,6 @@ class Masker:
         pairs.sort(key=lambda kv: (-len(kv[1]), kv[0]))
         return cls(tuple(pairs))
 
-    @classmethod
-    def for_output(cls, path: Path) -> Masker | None:
-        """The secrets to mask in output, or None when there are none (the common case:
-        one ``stat``)."""
-        masker = cls.load(path)
-        return masker if masker.secrets else None
-
     def mask_secrets(self, text: str) -> str:
         for name, value in self.secrets:
             if value in text:
@@ -160,6 +156,43 @@ class Masker:
         if "/" in text or "\\" in text:
             text = home_pattern(os.environ.get("HOME")).sub("~", text)
         return text
+
+    # --- output: a secret typed by hand into a committed record, masked where printed --
+    # Each returns its argument itself when there are no secrets (the common case).
+
+    def mask_hits(self, hits: list[_T]) -> list[_T]:
+        """Search hits (:class:`memidex.search.ranking.SearchHit`): title, snippet, anchors."""
+        if not self.secrets:
+            return hits
+        m = self.mask_secrets
+        return [replace(h, title=m(h.title), snippet=m(h.snippet),
+                        anchors=tuple(m(a) for a in h.anchors))
+                for h in cast(list[Any], hits)]
+
+    def mask_rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``list`` rows: every string, and every string in a list value."""
+        if not self.secrets:
+            return rows
+        m = self.mask_secrets
+        return [{k: m(v) if isinstance(v, str) else
+                 [m(x) if isinstance(x, str) else x for x in v] if isinstance(v, list) else v
+                 for k, v in row.items()} for row in rows]
+
+    def mask_shown(self, shown: _T) -> _T:
+        """A shown record (:class:`memidex.results.ShownRecord`): its text, and the record
+        parsed again from the masked text (field by field when the mask made it unreadable)."""
+        s = cast(Any, shown)
+        text = self.mask_secrets(s.text)
+        if text == s.text:
+            return shown
+        from memidex.records.codec import parse_record
+
+        try:
+            record = parse_record(text, s.path)
+        except RecordError:  # the mask made it unreadable: mask field by field instead
+            record = replace(s.record, title=self.mask_secrets(s.record.title),
+                             body=self.mask_secrets(s.record.body))
+        return cast(_T, replace(s, record=record, text=text))
 
     # --- the write boundary ------------------------------------------------------------
 

@@ -17,8 +17,8 @@ from memidex.cli.fast import open_memidex
 if TYPE_CHECKING:
     from memidex.app import Memidex
 
-__all__ = ["STATE", "AllProductsOpt", "AnchorOpt", "JsonOpt", "KindOpt", "ProductOpt", "app",
-           "knowledge", "memidex"]
+__all__ = ["STATE", "AllProductsOpt", "AnchorOpt", "IdArg", "JsonOpt", "KindOpt", "ProductOpt",
+           "WaitOpt", "app", "knowledge", "memidex"]
 
 app = typer.Typer(
     name="memidex",
@@ -66,6 +66,13 @@ AnchorOpt = Annotated[
     list[str] | None,
     typer.Option("--anchor", "-a", help="Only records with this anchor (type:value; a "
                  "trailing * matches a prefix); repeatable."),
+]
+IdArg = Annotated[str, typer.Argument(metavar="ID", help="A record id or a unique prefix "
+                                      "of one.")]
+WaitOpt = Annotated[
+    float,
+    typer.Option("--wait", min=0, help="Seconds to wait for the writer lease (or for a "
+                 "running daemon to apply the change) before giving up with exit 3."),
 ]
 
 

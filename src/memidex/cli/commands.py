@@ -17,9 +17,11 @@ from memidex.cli.base import (
     STATE,
     AllProductsOpt,
     AnchorOpt,
+    IdArg,
     JsonOpt,
     KindOpt,
     ProductOpt,
+    WaitOpt,
     app,
     knowledge,
     memidex,
@@ -192,8 +194,7 @@ def search(
 
 @knowledge.command()
 def show(
-    record_id: Annotated[str, typer.Argument(metavar="ID", help="A record id or a unique "
-                                             "prefix of one.")],
+    record_id: IdArg,
     raw: Annotated[bool, typer.Option("--raw", help="Print the file exactly as stored (control "
                                       "characters as spaces on a terminal).")
                    ] = False,
@@ -304,11 +305,7 @@ def add(
         str | None, typer.Option("--body-file", help="Read the text from a file, or - for "
                                  "standard input (UTF-8, at most 1 MiB).")
     ] = None,
-    wait: Annotated[
-        float,
-        typer.Option("--wait", min=0, help="Seconds to wait for the writer lease (or for a "
-                     "running daemon to apply the change) before giving up with exit 3."),
-    ] = 10.0,
+    wait: WaitOpt = 10.0,
     json_out: JsonOpt = False,
 ) -> None:
     """Write a human-authored record (trust.source human, status active).

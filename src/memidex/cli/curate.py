@@ -12,18 +12,11 @@ from typing import Annotated, Any
 
 import typer
 
-from memidex.cli.base import JsonOpt, app, knowledge, memidex
+from memidex.cli.base import IdArg, JsonOpt, WaitOpt, app, knowledge, memidex
 from memidex.errors import UsageError
 
 __all__: list[str] = []
 
-IdArg = Annotated[str, typer.Argument(metavar="ID", help="A record id or a unique prefix "
-                                      "of one.")]
-WaitOpt = Annotated[
-    float,
-    typer.Option("--wait", min=0, help="Seconds to wait for the writer lease (or for a "
-                 "running daemon to apply the change) before giving up with exit 3."),
-]
 OrdinalOpt = Annotated[
     int | None,
     typer.Option("--ordinal", min=0, help="Run ordinal where the change takes effect."),

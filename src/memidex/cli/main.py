@@ -70,13 +70,9 @@ def _typer(argv: list[str] | None, *, json_out: bool | None = None) -> int | Non
         if type(exc).__name__ == "NoArgsIsHelpError":  # `memidex` alone: the help
             usage.show()
             return int(usage.exit_code)
-        from memidex.cli.plain import safe
-
         ctx = getattr(usage, "ctx", None)
         hint = f"see `{ctx.command_path if ctx is not None else 'memidex'} --help`"
-        message = usage.format_message()
-        sys.stderr.write(f"error: {safe(message)}\nhint: {safe(hint)}\n")  # one line
-        _json_error(json_out, "UsageError", message, hint, usage.exit_code)
+        _report(json_out, "UsageError", usage.format_message(), hint, usage.exit_code)
         return int(usage.exit_code)
     except typer.Abort:
         sys.stderr.write("Aborted!\n")
@@ -92,24 +88,33 @@ def _mapped(command: Callable[[], int | None], json_out: bool = False) -> int:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else EXIT_USAGE)
     except MemidexError as exc:
-        from memidex.cli.plain import safe  # a message may quote a file name or a title
-
         sys.stdout.flush()
-        line = f"error: {safe(exc.message)}"
-        if exc.hint and not isinstance(exc, ProblemsFound):
-            line += f"\nhint: {safe(exc.hint)}"
-        sys.stderr.write(line + "\n")
-        _json_error(json_out, type(exc).__name__, exc.message, exc.hint, exc.exit_code)
-        return exc.exit_code
+        return _report_error(exc, json_out)
     except BrokenPipeError:
         return EXIT_PROBLEMS
     except OSError as exc:  # disk full, I/O error, permissions: one line, no traceback
-        err = _os_error(exc)
-        from memidex.cli.plain import safe
+        return _report_error(_os_error(exc), json_out)
 
-        sys.stderr.write(f"error: {safe(err.message)}\nhint: {safe(err.hint)}\n")
-        _json_error(json_out, type(err).__name__, err.message, err.hint, err.exit_code)
-        return err.exit_code
+
+def _report_error(exc: MemidexError, json_out: bool) -> int:
+    """``exc`` reported (:func:`_report`; a :class:`ProblemsFound`'s hint only in the
+    JSON: its report is above); its exit code."""
+    _report(json_out, type(exc).__name__, exc.message, exc.hint, exc.exit_code,
+            show_hint=not isinstance(exc, ProblemsFound))
+    return exc.exit_code
+
+
+def _report(json_out: bool, code: str, message: str, hint: str, exit_code: int, *,
+            show_hint: bool = True) -> None:
+    """One ``error:`` line (and a ``hint:`` line) on stderr, and with ``--json`` the
+    error object on stdout (:func:`_json_error`)."""
+    from memidex.cli.plain import safe  # a message may quote a file name or a title
+
+    line = f"error: {safe(message)}"
+    if hint and show_hint:
+        line += f"\nhint: {safe(hint)}"
+    sys.stderr.write(line + "\n")
+    _json_error(json_out, code, message, hint, exit_code)
 
 
 def _os_error(exc: OSError) -> MemidexError:

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from memidex.cli.base import STATE, JsonOpt, app, knowledge
+from memidex.cli.base import JsonOpt, app, knowledge, memidex
 
 __all__: list[str] = []
 
@@ -68,14 +68,13 @@ def review(
     active record retired, a large rewrite, a record failing validation, a possible
     secret). Reads git objects directly, not checkouts. See docs/review.md.
     """
-    from memidex.cli.fast import open_memidex
     from memidex.errors import UsageError
 
     if json_out:
         fmt = "json"
     if fmt not in ("markdown", "json", "github"):
         raise UsageError(f"unknown --format {fmt!r}: use markdown, json or github")
-    with open_memidex(STATE.root, reading=True) as m:
+    with memidex(reading=True) as m:
         report = m.review(base, head)
     if fmt == "json":
         from memidex.cli.render import print_json
@@ -90,18 +89,14 @@ def review(
         if summary:
             with open(summary, "a", encoding="utf-8") as fh:
                 fh.write(text)
+        from memidex.cli.views import github_data, github_property
+
         for c in report.attention:
             for reason in c.attention:
-                sys.stdout.write(f"::warning file={_gh(c.path, prop=True)}::"
-                                 f"{_gh(c.id + ': ' + reason)}\n")
+                sys.stdout.write(f"::warning file={github_property(c.path)}::"
+                                 f"{github_data(c.id + ': ' + reason)}\n")
         return
     sys.stdout.write(text)
-
-
-def _gh(text: str, *, prop: bool = False) -> str:
-    """GitHub workflow-command escaping (data from records cannot inject commands)."""
-    out = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    return out.replace(":", "%3A").replace(",", "%2C") if prop else out
 
 
 def _md(text: str) -> str:

@@ -207,24 +207,21 @@ def _history_entry(base: HistoryEntry | None, ours: HistoryEntry, theirs: Histor
                            has_base=base is not None)
     if t_clash or b_clash:
         c.add("history")
-    trust: Trust | None
-    if ours.trust is None or theirs.trust is None:
-        trust = ours.trust if theirs.trust is None else theirs.trust
-    else:
-        trust = _trust(base.trust if base else None, ours.trust, theirs.trust)
-    anchors: tuple[str, ...] | None
-    if ours.anchors is None or theirs.anchors is None:
-        anchors = ours.anchors if theirs.anchors is None else theirs.anchors
-    else:
-        anchors = tuple(sorted(_set3((base.anchors or ()) if base else (), ours.anchors,
-                                     theirs.anchors)))
-    status: str | None
-    if ours.status is None or theirs.status is None:
-        status = ours.status if theirs.status is None else theirs.status
-    else:
-        status = _status(base.status if base else None, ours.status, theirs.status)
+    trust = _optional(base.trust if base else None, ours.trust, theirs.trust, _trust)
+    anchors = _optional(base.anchors if base else None, ours.anchors, theirs.anchors,
+                        lambda b, o, t: tuple(sorted(_set3(b or (), o, t))))
+    status = _optional(base.status if base else None, ours.status, theirs.status, _status)
     return HistoryEntry(valid=ours.valid, title=title, body=body, trust=trust,
                         anchors=anchors, status=status)
+
+
+def _optional(base: T | None, ours: T | None, theirs: T | None,
+              merge: Callable[[T | None, T, T], T]) -> T | None:
+    """An optional field of a history entry: a side without it takes the other side's;
+    both have it: ``merge``."""
+    if ours is None or theirs is None:
+        return ours if theirs is None else theirs
+    return merge(base, ours, theirs)
 
 
 def _history(base: Sequence[HistoryEntry], ours: Sequence[HistoryEntry],
@@ -337,8 +334,7 @@ def merge_records(base: Record | None, ours: Record, theirs: Record) -> MergeRes
     return MergeResult(merged, tuple(c.fields))
 
 
-def _marked_body(ours: Record, theirs: Record, fields: Sequence[str],
-                 ours_label: str = "ours", theirs_label: str = "theirs") -> str:
+def _marked_body(ours: Record, theirs: Record, fields: Sequence[str]) -> str:
     """Git's conflict markers around both sides' title and body."""
 
     def side(r: Record) -> str:
@@ -352,20 +348,19 @@ def _marked_body(ours: Record, theirs: Record, fields: Sequence[str],
                       for h in r.history]
         return "\n".join(lines)
 
-    return (f"{'<' * MARKER} {ours_label}\n{side(ours)}\n{'=' * MARKER}\n{side(theirs)}\n"
-            f"{'>' * MARKER} {theirs_label}")
+    return (f"{'<' * MARKER} ours\n{side(ours)}\n{'=' * MARKER}\n{side(theirs)}\n"
+            f"{'>' * MARKER} theirs")
 
 
-def marked_text(ours: str, theirs: str, ours_label: str = "ours",
-                theirs_label: str = "theirs") -> str:
+def marked_text(ours: str, theirs: str) -> str:
     """Both whole texts between git's conflict markers (the fallback when git's own
     textual merge is not at hand)."""
 
     def nl(s: str) -> str:
         return s if s.endswith("\n") or not s else s + "\n"
 
-    return (f"{'<' * MARKER} {ours_label}\n{nl(ours)}{'=' * MARKER}\n{nl(theirs)}"
-            f"{'>' * MARKER} {theirs_label}\n")
+    return (f"{'<' * MARKER} ours\n{nl(ours)}{'=' * MARKER}\n{nl(theirs)}"
+            f"{'>' * MARKER} theirs\n")
 
 
 def merge_texts(base: bytes | None, ours: bytes, theirs: bytes, path: str = "record"

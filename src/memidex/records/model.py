@@ -61,9 +61,6 @@ class Valid:
     from_: int = 0
     until: int | None = None
 
-    def contains(self, ordinal: int) -> bool:
-        return self.from_ <= ordinal and (self.until is None or ordinal < self.until)
-
 
 @dataclass(frozen=True, slots=True)
 class Relations:
@@ -166,10 +163,6 @@ class Record:
     previous_status: str | None = None
     """Only while ``status`` is ``quarantined``: the status ``release`` restores
     (``None``: read from the front matter, :func:`memidex.records.transitions.release`)."""
-
-    @property
-    def scope_dict(self) -> dict[str, Scalar]:
-        return dict(self.scope)
 
     @property
     def all_anchors(self) -> tuple[str, ...]:

@@ -81,29 +81,28 @@ VERBS = ("added", "promoted", "confirmed", "superseded", "deprecated", "quaranti
 _ORDER = {v: i for i, v in enumerate(VERBS)}
 
 
-def _git(root: Path, *args: str) -> str:
+def _git(root: Path, *args: str, required: bool = True) -> str:
+    """git's output; when git fails, a :class:`UsageError` (``required``) or ``""``."""
     out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
                          check=False)
-    if out.returncode != 0:
-        raise UsageError((out.stderr.strip().splitlines() or ["git failed"])[-1],
-                         hint="give revisions git knows (a branch, tag or commit)")
-    return out.stdout
+    if out.returncode == 0:
+        return out.stdout
+    if not required:
+        return ""
+    raise UsageError((out.stderr.strip().splitlines() or ["git failed"])[-1],
+                     hint="give revisions git knows (a branch, tag or commit)")
 
 
 def default_base(root: Path) -> str:
     """The merge base of HEAD with the default branch (``origin/HEAD``, else ``main``,
     ``master``, their ``origin/`` copies), else HEAD itself."""
-    candidates = []
-    head = subprocess.run(["git", "symbolic-ref", "-q", "refs/remotes/origin/HEAD"],
-                          cwd=root, capture_output=True, text=True, check=False)
-    if head.returncode == 0 and head.stdout.strip():
-        candidates.append(head.stdout.strip())
-    candidates += ["origin/main", "origin/master", "main", "master"]
-    for ref in candidates:
-        out = subprocess.run(["git", "merge-base", "HEAD", ref], cwd=root,
-                             capture_output=True, text=True, check=False)
-        if out.returncode == 0 and out.stdout.strip():
-            return out.stdout.strip()
+    origin_head = _git(root, "symbolic-ref", "-q", "refs/remotes/origin/HEAD",
+                       required=False).strip()
+    for ref in ([origin_head] if origin_head else []) + ["origin/main", "origin/master",
+                                                         "main", "master"]:
+        base = _git(root, "merge-base", "HEAD", ref, required=False).strip()
+        if base:
+            return base
     return "HEAD"
 
 

@@ -146,11 +146,6 @@ class Store:
                                   f"(to {real}); nothing was written",
                                   hint="replace the symlink with a real folder")
 
-    def read_rel(self, relpath: str) -> bytes:
-        """The bytes of a root-relative file (the hot path: no pathlib)."""
-        with open(os.path.join(self.root, check_rel(relpath)), "rb") as f:
-            return f.read()
-
     # --- reading -------------------------------------------------------------------
 
     @property
@@ -267,7 +262,9 @@ class Store:
         return data, FileStat(relpath, st.st_size, st.st_mtime_ns, st.st_ino)
 
     def read_bytes(self, relpath: str) -> bytes:
-        return self.read_rel(relpath)
+        """The bytes of a root-relative file (the hot path: no pathlib)."""
+        with open(os.path.join(self.root, check_rel(relpath)), "rb") as f:
+            return f.read()
 
     def load(self, fs: FileStat) -> LoadedRecord:
         """Parse one record file; :class:`RecordError` when it is bad (the file is untouched)."""
@@ -322,8 +319,6 @@ class Store:
 
     def stage(self, record: Record) -> StagedFile:
         """Write ``record`` canonically to a unique file in ``staging/`` and fsync it."""
-        import secrets
-
         from memidex.records.codec import content_hash, dump_record
 
         target = self.record_path(record.kind, record.id)
@@ -332,7 +327,7 @@ class Store:
         self._check_inside(target.parent, knowledge)
         data = dump_record(record).encode("utf-8")
         self.staging_dir.mkdir(parents=True, exist_ok=True)
-        staged = self.staging_dir / f"{record.id}.{os.getpid()}.{secrets.token_hex(6)}.md"
+        staged = fsio.temp_name(self.staging_dir / record.id, ".md")
         fsio.write_new(staged, data)
         return StagedFile(staged, target, content_hash(data))
 

@@ -9,11 +9,12 @@ once (idempotent) — :func:`merge_driver_status` tells ``doctor`` when it is mi
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DRIVER", "DRIVER_NAME", "attributes_line", "merge_driver_status",
-           "run_merge_driver", "setup_git"]
+__all__ = ["DRIVER", "DRIVER_NAME", "append_missing", "attributes_line", "git_output",
+           "merge_driver_status", "run_merge_driver", "setup_git"]
 
 DRIVER = "memidex merge-driver -- %O %A %B %P"
 """``--`` ends the options: git passes %P as it is, and a path may start with ``-``."""
@@ -26,24 +27,40 @@ def attributes_line(records_rel: str) -> str:
     return f"{records_rel.rstrip('/')}/**/*.md merge=memidex"
 
 
-def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
+def git_output(root: Path, *args: str) -> str | None:
+    """``git args`` in ``root``: its output, stripped, or None when git fails or is missing."""
     try:
-        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
-                              check=False)
+        out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
+                             check=False)
     except OSError:
         return None
+    return out.stdout.strip() if out.returncode == 0 else None
 
 
 def _is_git(root: Path) -> bool:
-    out = _git(root, "rev-parse", "--git-dir")
-    return out is not None and out.returncode == 0
+    return git_output(root, "rev-parse", "--git-dir") is not None
 
 
 def _config_get(root: Path, key: str) -> str | None:
-    out = _git(root, "config", "--get", key)
-    if out is None or out.returncode != 0:
+    return git_output(root, "config", "--get", key) or None
+
+
+def append_missing(path: Path, header: str, entries: Sequence[str]) -> str | None:
+    """Append the ``entries`` that are not lines of the text file ``path`` yet (creating
+    it), under ``header`` unless that is there already, in the file's own line endings
+    (CRLF stays CRLF); its other bytes are kept as they are. Returns what ``init``
+    reports (``.gitignore``, ``.gitignore (entries)``), or None when nothing was missing."""
+    text = path.read_bytes().decode("utf-8", "surrogateescape") if path.exists() else ""
+    present = {line.strip() for line in text.splitlines()}
+    missing = [e for e in entries if e not in present]
+    if not missing:
         return None
-    return out.stdout.strip() or None
+    newline = "\r\n" if "\r\n" in text else "\n"
+    lines = ([] if header in present else [header]) + missing
+    sep = "" if not text or text.endswith(("\n", "\r")) else newline
+    added = sep + newline.join(lines) + newline
+    path.write_bytes((text + added).encode("utf-8", "surrogateescape"))
+    return path.name + (" (entries)" if text else "")
 
 
 def setup_git(root: Path, knowledge_rel: str | None) -> list[str]:
@@ -54,22 +71,16 @@ def setup_git(root: Path, knowledge_rel: str | None) -> list[str]:
     created: list[str] = []
     if knowledge_rel is None:
         return created
-    line = attributes_line(f"{knowledge_rel}/records")
-    attributes = root / ".gitattributes"
-    text = (attributes.read_bytes().decode("utf-8", "surrogateescape")
-            if attributes.exists() else "")  # kept byte for byte, CRLF stays CRLF
-    if line not in {raw.strip() for raw in text.splitlines()}:
-        nl = "\r\n" if "\r\n" in text else "\n"
-        sep = "" if not text or text.endswith(("\n", "\r")) else nl
-        added = f"{text}{sep}{ATTRIBUTES_HEADER}{nl}{line}{nl}"
-        attributes.write_bytes(added.encode("utf-8", "surrogateescape"))
-        created.append(".gitattributes" + (" (entries)" if text else ""))
+    added = append_missing(root / ".gitattributes", ATTRIBUTES_HEADER,
+                           [attributes_line(f"{knowledge_rel}/records")])
+    if added is not None:
+        created.append(added)
     if _is_git(root):
         wanted = {"merge.memidex.name": DRIVER_NAME, "merge.memidex.driver": DRIVER}
         changed = False
         for key, value in wanted.items():
             if _config_get(root, key) != value:
-                _git(root, "config", "--local", key, value)
+                git_output(root, "config", "--local", key, value)
                 changed = True
         if changed:
             created.append("git config merge.memidex.driver (this clone)")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,7 +11,7 @@ from memidex.config import CONFIG_FILE, Config, load_config
 from memidex.errors import InvalidInputError, UsageError
 from memidex.records.ids import PRODUCT_RE
 from memidex.records.model import KINDS
-from memidex.store.gitsetup import setup_git
+from memidex.store.gitsetup import append_missing, git_output, setup_git
 
 __all__ = ["IGNORED", "InitReport", "ignored_entries", "in_git_repository", "infer_product",
            "init_repository", "init_root", "product_name"]
@@ -68,24 +67,14 @@ class InitReport:
                 "product": self.product, "warnings": self.warnings}
 
 
-def _git(start: Path, *args: str) -> str | None:
-    """``git args`` in ``start``: its output, or None when git fails or is missing."""
-    try:
-        out = subprocess.run(["git", *args], cwd=start, capture_output=True, text=True,
-                             check=False)
-    except OSError:
-        return None
-    return out.stdout.strip() if out.returncode == 0 else None
-
-
 def init_root(start: Path) -> Path:
     """Where ``init`` works: the git top level around ``start``, else ``start`` itself."""
-    top = _git(start, "rev-parse", "--show-toplevel")
+    top = git_output(start, "rev-parse", "--show-toplevel")
     return Path(top).resolve() if top else start.resolve()
 
 
 def in_git_repository(root: Path) -> bool:
-    return _git(root, "rev-parse", "--is-inside-work-tree") == "true"
+    return git_output(root, "rev-parse", "--is-inside-work-tree") == "true"
 
 
 def product_name(text: str) -> str | None:
@@ -98,10 +87,10 @@ def infer_product(root: Path) -> tuple[str, str]:
     """The product ``init`` writes when none is given: the name of the git remote's
     repository (``origin``, else the first remote), else the folder's name, else
     ``my-app``; with where it came from."""
-    remotes = (_git(root, "remote") or "").split()
+    remotes = (git_output(root, "remote") or "").split()
     if remotes:
         remote = "origin" if "origin" in remotes else remotes[0]
-        url = _git(root, "remote", "get-url", remote) or ""
+        url = git_output(root, "remote", "get-url", remote) or ""
         last = re.split(r"[/:\\]", url.rstrip("/"))[-1]
         name = product_name(last[:-4] if last.endswith(".git") else last)
         if name:
@@ -206,21 +195,10 @@ def _config_file(report: InitReport, base: Path, configured: str | None,
 
 
 def _gitignore(report: InitReport, base: Path, entries: tuple[str, ...]) -> None:
-    """The missing ``entries``, appended under a header, in the file's own line endings
-    (CRLF stays CRLF); its other bytes are kept as they are."""
-    gitignore = base / ".gitignore"
-    text = (gitignore.read_bytes().decode("utf-8", "surrogateescape")
-            if gitignore.exists() else "")
-    present = {line.strip() for line in text.splitlines()}
-    missing = [p for p in entries if p not in present]
-    if not missing:
-        return
-    newline = "\r\n" if "\r\n" in text else "\n"
-    lines = ([] if GITIGNORE_HEADER in present else [GITIGNORE_HEADER]) + missing
-    sep = "" if not text or text.endswith(("\n", "\r")) else newline
-    added = sep + newline.join(lines) + newline
-    gitignore.write_bytes((text + added).encode("utf-8", "surrogateescape"))
-    report.created.append(".gitignore" + (" (entries)" if text else ""))
+    """The missing ``entries``, appended under a header (:func:`append_missing`)."""
+    added = append_missing(base / ".gitignore", GITIGNORE_HEADER, entries)
+    if added is not None:
+        report.created.append(added)
 
 
 def _shown(root: Path, path: Path) -> str:

@@ -19,14 +19,15 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from memidex.errors import LeaseError, LeaseHeldError, NoSpaceError, StorageError
 from memidex.store.fsio import fsync_file, read_int, read_json, swap_into_place
-from memidex.write.procs import boot_id, host_name, pid_start_time, process_alive
+from memidex.write.procs import gone_reason, host_name, process_alive
 
 __all__ = ["AUTHORITY_FILE", "EPOCH_FILE", "LEASE_FILE", "Authority", "Holder", "Unusable",
-           "connect", "is_busy", "lease_copy_epoch", "peek_holder", "read_holder",
+           "connect", "held_by", "is_busy", "lease_copy_epoch", "peek_holder", "read_holder",
            "same_file", "storage_failure"]
 
 AUTHORITY_FILE = ".writer-authority.sqlite"
@@ -37,12 +38,16 @@ SCHEMA_VERSION = 1
 _WAL_WRITE_LOCK_BYTE = 120  # SQLite unix VFS: UNIX_SHM_BASE + WAL_WRITE_LOCK
 _MIN_DB_SIZE = 512  # an initialised database is at least one (smallest) page
 
-def lease_copy_epoch(path: Path) -> int:
-    data = read_json(path)
+def lease_copy_epoch(data: dict[str, Any] | None) -> int:
+    """The epoch a ``.lease`` copy (as :func:`read_json` gave it) names; 0 when none."""
     value = data.get("epoch") if data else None
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+def held_by(pid: int, epoch: int, heartbeat_age: float) -> str:
+    """The one sentence that says who holds the lease (errors, ``doctor``, the daemon)."""
+    return (f"writer lease is held by pid {pid} (epoch {epoch}, heartbeat "
+            f"{heartbeat_age:.1f}s ago)")
 
 
 # --- the authority database ----------------------------------------------------------
@@ -97,28 +102,21 @@ class Holder:
         ttl = self.ttl if self.ttl is not None else default_ttl
         if self.heartbeat is None or now - self.heartbeat > ttl:
             return "stale heartbeat"
-        if self.host is not None and self.host != host_name():
-            return None
-        if self.boot_id and boot_id() and self.boot_id != boot_id():
-            return "holder's machine rebooted"
-        start = pid_start_time(self.pid) if self.pid is not None else None
-        if start is None:
-            return "holder is dead"
-        if self.pid_start is not None and start != self.pid_start:
-            return "holder's pid was reused"
-        return None
+        gone = gone_reason(self.pid, self.pid_start, self.boot_id, self.host)
+        return None if gone is None else _GONE[gone]
 
     def describe(self, now: float) -> str:
         if self.pid is None:
             return f"writer lease is held by another process (epoch {self.epoch})"
         age = max(0.0, now - self.heartbeat) if self.heartbeat is not None else float("nan")
-        text = (f"writer lease is held by pid {self.pid} (epoch {self.epoch}, "
-                f"heartbeat {age:.1f}s ago)")
+        text = held_by(self.pid, self.epoch, age)
         if self.host and self.host != host_name():
             text += f" on host {self.host}"
         return text
 
 
+_GONE = {"rebooted": "holder's machine rebooted", "dead": "holder is dead",
+         "reused": "holder's pid was reused"}
 _HOLDER_COLUMNS = "epoch, token, pid, pid_start, boot_id, host, heartbeat, ttl"
 
 
@@ -282,7 +280,7 @@ class Authority:
     def _seed(self, salvaged: int) -> int:
         seen = [
             read_int(self.folder / EPOCH_FILE),
-            lease_copy_epoch(self.folder / LEASE_FILE),
+            lease_copy_epoch(read_json(self.folder / LEASE_FILE)),
             salvaged,
             self.epoch_floor() if self.epoch_floor is not None else 0,
         ]

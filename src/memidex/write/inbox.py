@@ -34,6 +34,7 @@ import memidex.errors as errors
 from memidex.errors import InvalidInputError, LeaseError, MemidexError, RecordError
 from memidex.records.codec import dump_record, parse_record_bytes
 from memidex.store.fsio import atomic_write, dump_json, read_json
+from memidex.write.authority import held_by
 from memidex.write.procs import current_process
 from memidex.write.status import lease_status
 
@@ -71,16 +72,13 @@ class DaemonInfo:
     heartbeat_age: float
 
     def describe(self) -> str:
-        return (f"writer lease is held by pid {self.pid} (epoch {self.epoch}, heartbeat "
-                f"{self.heartbeat_age:.1f}s ago)")
+        return held_by(self.pid, self.epoch, self.heartbeat_age)
 
 
 def write_daemon_file(queue_dir: Path, epoch: int) -> None:
     """Announce that this process is a daemon holding the lease at ``epoch``."""
-    me = current_process()
     queue_dir.mkdir(parents=True, exist_ok=True)
-    data = {"pid": me.pid, "pid_start": me.start, "boot_id": me.boot_id, "host": me.host,
-            "epoch": epoch, "started": round(time.time(), 3)}
+    data = {**current_process().as_dict(), "epoch": epoch, "started": round(time.time(), 3)}
     atomic_write(queue_dir / DAEMON_FILE, dump_json(data), durable=False)
 
 

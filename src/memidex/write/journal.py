@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from memidex.store.fsio import append, atomic_write, dump_json
+from memidex.store.fsio import append, atomic_write, dump_json, read_json
 from memidex.write.procs import process_alive
 
 __all__ = ["ChangeSet", "Journal", "Op", "Owner"]
@@ -179,8 +179,8 @@ class Journal:
         out: list[ChangeSet] = []
         for path in self._plan_files():
             try:
-                cs = _from_dict(json.loads(path.read_text(encoding="utf-8")))
-            except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
+                cs = _from_dict(read_json(path))
+            except (ValueError, KeyError, TypeError):
                 self._quarantine(path)
                 continue
             out.append(replace(cs, done=self.done_steps(cs)))
@@ -224,9 +224,8 @@ class Journal:
         """The highest epoch any journal entry records (seeds a recreated authority DB)."""
         best = 0
         for path in self._plan_files():
-            with contextlib.suppress(OSError, ValueError, KeyError, TypeError,
-                                     UnicodeDecodeError):
-                best = max(best, int(json.loads(path.read_text("utf-8"))["owner"]["epoch"]))
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                best = max(best, int((read_json(path) or {})["owner"]["epoch"]))
             for _, epoch in self._done_lines(path.stem):
                 best = max(best, epoch)
         return best
@@ -241,13 +240,8 @@ class Journal:
         atomic_write(self._step_path(step, suffix), dump_json({"step": step, **payload}))
 
     def _load_step_file(self, step: str, suffix: str) -> dict[str, Any] | None:
-        try:
-            data = json.loads(self._step_path(step, suffix).read_text(encoding="utf-8"))
-        except (OSError, ValueError, UnicodeDecodeError):
-            return None
-        if not isinstance(data, dict) or data.get("step") != step:
-            return None
-        return data
+        data = read_json(self._step_path(step, suffix))
+        return data if data is not None and data.get("step") == step else None
 
     def begin_step(self, step: str, intent: Any = None) -> None:
         """Record (fsynced) that ``step`` is about to call the model."""
@@ -280,11 +274,7 @@ class Journal:
             return []
         for name in names:
             if name.endswith((".intent.json", ".answer.json")):
-                try:
-                    data = json.loads((self.steps_dir / name).read_text(encoding="utf-8"))
-                    step = data["step"]
-                except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
-                    continue
+                step = (read_json(self.steps_dir / name) or {}).get("step")
                 if isinstance(step, str) and not self.step_done(step):
                     out.add(step)
         return sorted(out)

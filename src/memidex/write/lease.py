@@ -216,14 +216,9 @@ class Lease:
         return None
 
     def _write_lease_copy(self, epoch: int, now: float) -> None:
-        data = {
-            "pid": self.me.pid, "host": self.me.host, "epoch": epoch,
-            "heartbeat": round(now, 3), "expires": round(now + self.ttl, 3),
-            "ttl": self.ttl, "boot_id": self.me.boot_id, "pid_start": self.me.start,
-        }
-        atomic_write(self.folder / LEASE_FILE,
-                     dump_json(data, indent=2),
-                     durable=False)
+        data = {**self.me.as_dict(), "epoch": epoch, "heartbeat": round(now, 3),
+                "expires": round(now + self.ttl, 3), "ttl": self.ttl}
+        atomic_write(self.folder / LEASE_FILE, dump_json(data, indent=2), durable=False)
 
     # --- holding ---
 
@@ -398,8 +393,7 @@ class Lease:
                         data = {"pid": None, "epoch": self.epoch,
                                 "released": round(self.clock(), 3)}
                         with contextlib.suppress(OSError):
-                            atomic_write(self.folder / LEASE_FILE,
-                                         dump_json(data),
+                            atomic_write(self.folder / LEASE_FILE, dump_json(data),
                                          durable=False)
                     conn.execute("COMMIT")
                 except BaseException:

@@ -155,14 +155,7 @@ class Ledger:
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
             # The temp file lives beside the ledger (one folder to clean after a crash).
-            self.dir.mkdir(parents=True, exist_ok=True)
-            tmp = fsio.temp_name(self.dir / target.name)
-            fsio.write_new(tmp, data)
-            try:
-                fsio.swap_into_place(tmp, target)
-            except BaseException:
-                tmp.unlink(missing_ok=True)
-                raise
+            fsio.atomic_write(target, data, temp_dir=self.dir)
         return out
 
     def blob(self, sha: str) -> bytes | None:

@@ -13,8 +13,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ProcessId", "boot_id", "current_process", "host_name", "pid_start_time",
-           "process_alive"]
+__all__ = ["ProcessId", "boot_id", "current_process", "gone_reason", "host_name",
+           "pid_start_time", "process_alive"]
 
 
 @cache
@@ -61,16 +61,22 @@ def current_process() -> ProcessId:
     return ProcessId(pid, pid_start_time(pid), boot_id(), host_name())
 
 
+def gone_reason(pid: int | None, start: int | None, boot: str | None,
+                host: str | None) -> str | None:
+    """Why that process no longer runs — ``rebooted``, ``dead`` or ``reused`` (its pid
+    now names another process) — or None while it runs. On another host we cannot tell:
+    None (assume alive)."""
+    if host is not None and host != host_name():
+        return None
+    if boot and boot_id() and boot != boot_id():
+        return "rebooted"
+    now = pid_start_time(pid) if pid is not None else None
+    if now is None:
+        return "dead"
+    return None if start is None or now == start else "reused"
+
+
 def process_alive(pid: int | None, start: int | None, boot: str | None,
                   host: str | None) -> bool:
     """Whether that process still runs. On another host we cannot tell: assume alive."""
-    if pid is None:
-        return False
-    if host is not None and host != host_name():
-        return True
-    if boot and boot_id() and boot != boot_id():
-        return False
-    now = pid_start_time(pid)
-    if now is None:
-        return False
-    return start is None or now == start
+    return pid is not None and gone_reason(pid, start, boot, host) is None

@@ -28,14 +28,14 @@ _SLICE = 0.5  # seconds per attempt at the lease, so a daemon that starts meanwh
 
 
 def _gave_up(store: Store, exc: LeaseHeldError, wait: float) -> LeaseHeldError:
+    from memidex.write.authority import held_by
     from memidex.write.status import lease_status
 
     status = lease_status(store.knowledge)
     message = exc.message
     age = status.get("heartbeat_age_seconds")
     if status["held"] and status["pid"] is not None and isinstance(age, int | float):
-        message = (f"writer lease is held by pid {status['pid']} (epoch {status['epoch']}, "
-                   f"heartbeat {age:.1f}s ago)")
+        message = held_by(status["pid"], status["epoch"], age)
         if wait > 0:
             message += f"; gave up after waiting {wait:g}s"
     return LeaseHeldError(message, hint=exc.hint)

@@ -51,7 +51,7 @@ def lease_status(folder: Path, *, clock: Callable[[], float] = time.time) -> dic
         copy = read_json(folder / LEASE_FILE)
         if copy is not None and isinstance(copy.get("pid"), int):
             hb = copy.get("heartbeat")
-            holder = Holder(lease_copy_epoch(folder / LEASE_FILE), "?", copy["pid"],
+            holder = Holder(lease_copy_epoch(copy), "?", copy["pid"],
                             copy.get("pid_start"), copy.get("boot_id"), copy.get("host"),
                             hb if isinstance(hb, int | float) else None, copy.get("ttl"))
     notes: list[str] = []
