@@ -52,3 +52,26 @@ def test_memidex_alone_still_prints_its_help(repo: Path) -> None:
     out = subprocess.run([sys.executable, "-m", "memidex"], cwd=repo, capture_output=True,
                          text=True)
     assert "Usage: memidex" in out.stdout + out.stderr and "Commands" in out.stdout + out.stderr
+
+
+def test_symlinked_state_files_never_lead_outside_the_repository(repo: Path,
+                                                                  tmp_path: Path) -> None:
+    """A symlink planted at the visibility lock or the ledger (ignored local state) must
+    not make a search or a write create or append to a file outside the repository."""
+    queue = repo / "agent-qa-knowledge/memory/queue"
+    add = ("knowledge", "add", "--kind", "fact", "--anchor", "el:button:x", "--title")
+    assert run_cli(repo, *add, "X one").returncode == 0
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (queue / "visibility.lock").unlink(missing_ok=True)
+    (queue / "visibility.lock").symlink_to(outside / "lock")
+    ledger = queue / "ledger" / "ledger.jsonl"
+    ledger.unlink()
+    ledger.symlink_to(outside / "ledger.jsonl")
+    assert run_cli(repo, "knowledge", "search", "one").returncode == 0
+    out = run_cli(repo, *add, "X two")
+    assert "Traceback" not in out.stderr
+    assert out.returncode in (0, 4), out.stderr
+    if out.returncode == 4:
+        assert "symlink" in out.stderr.splitlines()[0], out.stderr
+    assert list(outside.iterdir()) == []

@@ -12,13 +12,16 @@ that fault-injection tests (:mod:`memidex._testing`) can swap that one name.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from pathlib import Path
 from typing import Any
 
+from memidex.errors import UnsafePathError
+
 __all__ = ["append", "append_durable", "atomic_write", "dump_json", "fsync_dir", "fsync_file",
-           "read_int", "read_json", "swap_into_place", "temp_name", "write_new"]
+           "read_int", "read_json", "refuse_symlink", "swap_into_place", "temp_name", "write_new"]
 
 
 def dump_json(data: Any, *, indent: int | None = None) -> bytes:
@@ -49,6 +52,12 @@ def swap_into_place(src: Path, dst: Path) -> None:
     fsync_dir(dst.parent)
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def write_new(path: Path, data: bytes, *, durable: bool = True) -> None:
     """Create ``path`` (it must not exist: ``O_EXCL``) holding ``data``; fsync it if durable.
 
@@ -56,9 +65,7 @@ def write_new(path: Path, data: bytes, *, durable: bool = True) -> None:
     """
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        _write_all(fd, data)
         if durable:
             os.fsync(fd)
     except BaseException:
@@ -68,16 +75,33 @@ def write_new(path: Path, data: bytes, *, durable: bool = True) -> None:
     os.close(fd)
 
 
+def refuse_symlink(path: Path) -> None:
+    """Raise :class:`UnsafePathError` when ``path`` is a symlink: memidex's own state
+    files are never followed out of the folder they belong to."""
+    if os.path.islink(path):
+        raise UnsafePathError(f"{path} is a symlink where memidex keeps a file of its own",
+                              hint="remove the link; memidex recreates the file")
+
+
+def _open_append(path: Path) -> int:
+    """``O_APPEND | O_CREAT`` that never follows a symlink (a planted link would lead the
+    append outside the repository)."""
+    try:
+        return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            refuse_symlink(path)
+        raise
+
+
 def append(path: Path, data: bytes) -> None:
     """Append ``data`` to ``path`` (created when missing) with one ``O_APPEND`` write loop.
 
     Not fsynced: callers use it for marks whose loss only costs a replay.
     """
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = _open_append(path)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        _write_all(fd, data)
     finally:
         os.close(fd)
 
@@ -86,11 +110,9 @@ def append_durable(path: Path, data: bytes) -> None:
     """Append ``data`` to ``path`` (created when missing) and fsync it (and, when it was
     created, its folder): a line that must survive the process, like a ledger entry."""
     created = not os.path.exists(path)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = _open_append(path)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        _write_all(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -105,13 +127,15 @@ def temp_name(path: Path, suffix: str = ".tmp") -> Path:
     return path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}{suffix}")
 
 
-def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
-    """Write ``data`` to a unique temp file beside ``path`` and swap it into place.
+def atomic_write(path: Path, data: bytes, *, durable: bool = True,
+                 temp_dir: Path | None = None) -> None:
+    """Write ``data`` to a unique temp file beside ``path`` (or in ``temp_dir``, on the
+    same file system) and swap it into place.
 
     ``durable`` (the default) fsyncs the file before the swap; informational copies
     (``.lease``, ``daemon.json``) skip that and are still never seen half-written.
     """
-    tmp = temp_name(path)
+    tmp = temp_name(path if temp_dir is None else temp_dir / path.name)
     write_new(tmp, data, durable=durable)
     try:
         swap_into_place(tmp, path)

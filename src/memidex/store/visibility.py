@@ -90,7 +90,10 @@ def _open_lock(knowledge: str) -> int | None:
     path = os.path.join(knowledge, LOCK_FILE)
     for _ in range(2):
         try:
-            return os.open(path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            # never follows a symlink: a planted link would make a reader create a file
+            # outside the repository (ELOOP: read without the lock; writers refuse it)
+            return os.open(path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
+                           0o644)
         except FileNotFoundError:
             try:  # no queue/ yet: make it, so that the first writer's install is seen
                 os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -191,6 +194,7 @@ class exclusive:  # noqa: N801 - used like a function: ``with exclusive(...) as 
 
         path = self._knowledge / LOCK_FILE
         path.parent.mkdir(parents=True, exist_ok=True)
+        fsio.refuse_symlink(path)
         lock = FileLock(path, timeout=self._timeout, poll_interval=0.005,
                         preserve_lock_file=True, is_singleton=False)
         try:
