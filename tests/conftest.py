@@ -50,11 +50,12 @@ settings.load_profile("memidex")
 @pytest.fixture(autouse=True)
 def _isolate(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
              ) -> Iterator[None]:
-    """No test reads the developer's HOME or MEMIDEX_* variables."""
+    """No test reads the developer's HOME, MEMIDEX_* variables or CI: the suite runs
+    under CI=true, and a test of CI behaviour sets it explicitly."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     for key in list(os.environ):
-        if key.startswith("MEMIDEX_"):
+        if key.startswith("MEMIDEX_") or key == "CI":
             monkeypatch.delenv(key)
     monkeypatch.setenv("GIT_AUTHOR_NAME", "memidex tests")
     monkeypatch.setenv("GIT_AUTHOR_EMAIL", "tests@memidex.invalid")

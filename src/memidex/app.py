@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from memidex.index.refresh import RefreshReport
     from memidex.masking import Masker
     from memidex.records.model import Record
+    from memidex.runs.ingest import IngestResult, Proposal
     from memidex.write.daemon import DaemonReport
     from memidex.write.writer import Change, WriterSession
 
@@ -226,11 +227,12 @@ class Memidex:
 
     def search(self, text: str, *, product: str | None = None, all_products: bool = False,
                kinds: Sequence[str] = (), statuses: Sequence[str] | None = None,
-               anchors: Sequence[str] = (), limit: int = 10) -> SearchResult:
+               anchors: Sequence[str] = (), limit: int = 10,
+               near: Sequence[str] = ()) -> SearchResult:
         _check_limit(limit)
         q = SearchQuery(text=text, product=self._product(product, all_products),
                         kinds=_kinds(kinds), statuses=_statuses(statuses),
-                        anchors=tuple(anchors), limit=limit)
+                        anchors=tuple(anchors), limit=limit, near=_near(near))
         db = self.index()
         if db is not None:
             from memidex.index.query import search
@@ -241,10 +243,11 @@ class Memidex:
                                     note=self.index_note)
             except IndexUnavailableError as exc:
                 self._damaged(exc)
-        from memidex.search.scan import scan_search
+        from memidex.search.scan import scan_near, scan_search
 
-        return SearchResult(text, q.product, "bundle-scan",
-                            self._masker().mask_hits(scan_search(self._loaded(), q)),
+        hits = scan_near(list(self._loaded()), q) if q.near else \
+            scan_search(self._loaded(), q)
+        return SearchResult(text, q.product, "bundle-scan", self._masker().mask_hits(hits),
                             note=self.index_note)
 
     def _masker(self) -> Masker:
@@ -618,6 +621,93 @@ class Memidex:
 
         return lease_status(self.config.knowledge_path)
 
+    # --- learning from runs (issue 11, docs/learning.md) ------------------------------
+
+    def ingest(self, source: Path, *, ci: bool = False, build_tag: str | None = None,
+               progress: Callable[[int, int], None] | None = None) -> IngestResult:
+        """``memidex runs ingest``: mask, freeze, analyse, curate and write one run
+        (:mod:`memidex.runs.ingest`). ``ci`` (or ``CI=true`` in the environment) marks a CI
+        run; ``build_tag`` replaces the run's (``build_tag`` in the config fills a missing one).
+        """
+        from memidex.runs.ingest import ingest_run, prepare_run, read_run_bytes
+
+        masker = self._masker()
+        raw = read_run_bytes(source)
+        run = prepare_run(raw, source=str(source), masker=masker, build_tag=build_tag,
+                          ci=ci or _env_ci(), default_build_tag=self.config.build_tag)
+        try:
+            return ingest_run(self.store, self.config, run, wait=self.wait, masker=masker,
+                              progress=progress)
+        finally:
+            self._checked_at = None
+
+    def runs(self, product: str | None = None) -> list[dict[str, Any]]:
+        """``runs list``: one row per ingested run, in ordinal order."""
+        from memidex.runs.history import list_runs
+
+        return list_runs(self.config, product)
+
+    def run(self, run_id: str) -> dict[str, Any]:
+        """``runs show``: the frozen run, its analysis and what its curation did."""
+        from memidex.runs.history import show_run
+
+        return self._masker().mask_rows([show_run(self.config, run_id)])[0]
+
+    def diff(self, tag: str, product: str) -> dict[str, Any]:
+        """``knowledge diff TAG``: record ids added, confirmed, superseded, deprecated."""
+        from memidex.runs.history import diff
+
+        return diff(self.config, tag, product)
+
+    def proposals(self) -> list[Proposal]:
+        """``knowledge proposals``: the changes the checks held back."""
+        from memidex.runs.ingest import Proposals
+
+        return Proposals(self.store).all()
+
+    def decide_proposal(self, pid: str, *, accept: bool) -> dict[str, Any]:
+        """Apply (``accept``) or drop a proposal; applying goes through the writer and
+        refuses when the record changed since it was proposed."""
+        from memidex.records.codec import parse_record_bytes
+        from memidex.runs.ingest import Proposals
+        from memidex.write.writer import Write
+
+        queue = Proposals(self.store)
+        p = queue.get(pid)
+        changed = False
+        if accept:
+            record = parse_record_bytes(p.text.encode("utf-8"), p.path)
+            self.store.check_write_folders(record.kind)
+            changed = any(self._apply([Write(self._masked(record), p.expected)],
+                                      "knowledge proposals accept"))
+        queue.remove(pid)
+        return {"id": p.id, "record_id": p.record_id, "path": p.path, "op": p.op,
+                "decision": "accepted" if accept else "rejected", "changed": changed}
+
+    def rollback(self, run_id: str, *, cascade: bool = False) -> dict[str, Any]:
+        """``knowledge rollback``: undo every record change the run made (:mod:`memidex.runs.rollback`)."""
+        from dataclasses import replace as _replace
+
+        from memidex.runs.ingest import Proposals
+        from memidex.runs.rollback import plan_rollback
+        from memidex.runs.store import RunStore
+        from memidex.write.route import refuse_under_daemon
+
+        refuse_under_daemon(self.store, "knowledge rollback")
+        runs = RunStore(self.config)
+        known = runs.raw(run_id) is not None
+        plan = plan_rollback(self.store, run_id, cascade=cascade, known_run=known)
+        done = self._apply(list(plan.changes), "knowledge rollback", refuse_daemon=True)
+        queue = Proposals(self.store)
+        for rid in plan.runs:
+            result = runs.result(rid)
+            if result is not None:
+                runs.save_result(_replace(result, rolled_back=True))
+                for pid in result.proposals:
+                    queue.remove(pid)
+        return {"run_id": run_id, "runs": list(plan.runs), "restored": list(plan.restored),
+                "removed": list(plan.removed), "changed": sum(1 for d in done if d)}
+
     # --- curation: human curation commands (docs/curation.md) ----------------------
     # Each takes a record id or a unique prefix of one, applies a pure transition
     # (memidex.records.transitions), writes through the fenced writer (or hands the
@@ -769,6 +859,31 @@ class Memidex:
         return run_daemon(self.store, wait=self.wait, ttl=self.config.lease_ttl_seconds,
                           once=once, stop=stop, log=log)
 
+    # --- serving (issue 12, docs/brief.md) -------------------------------------------
+
+    def brief(self, test_id: str, *, product: str | None = None,
+              anchors: Sequence[str] = (), at: int | None = None,
+              budget: int | None = None, limit: int | None = None,
+              explain: bool = False, record: bool = True) -> Any:
+        """The brief for ``test_id`` (:class:`memidex.serve.brief.Brief`): the policies
+        that apply, then learned records ranked by trust × anchor overlap, at run ``at``
+        (default: the product's next ordinal). ``record``: append the ids served to
+        ``<state_dir>/served/<product>.jsonl`` (:func:`memidex.serve.served.served_at`)."""
+        from memidex.serve.brief import BriefRequest, build_brief
+
+        chosen = self._product(product, False)
+        assert chosen is not None  # one product, never all of them
+        req = BriefRequest(test_id, chosen, tuple(anchors), at, budget, limit, explain)
+        db = self.index()
+        if db is not None:
+            try:
+                return build_brief(self.config, self.store, db, req, masker=self._masker(),
+                                   index_note=self.index_note, record=record)
+            except IndexUnavailableError as exc:
+                self._damaged(exc)
+        return build_brief(self.config, self.store, None, req, masker=self._masker(),
+                           index_note=self.index_note, record=record)
+
     # --- review (issue 13, docs/review.md) -------------------------------------------
 
     def review(self, base: str | None = None, head: str | None = None) -> Any:
@@ -784,6 +899,26 @@ class Memidex:
 
 
 _MAX_LIMIT = 2**63 - 1  # memidex.records.model.MAX_ORDINAL (not imported on a search)
+
+
+def _near(near: Sequence[str]) -> tuple[str, ...]:
+    """``search --near`` anchors: type:value, or a prefix of one ending in ``*``."""
+    from memidex.records.ids import ANCHOR_RE
+
+    for a in near:
+        if not (ANCHOR_RE.fullmatch(a.removesuffix("*")) or
+                (a.endswith("*") and ":" in a and ANCHOR_RE.fullmatch(a[:-1] + "x"))):
+            raise UsageError(f"malformed --near anchor {a[:80]!r}",
+                             hint="an anchor is type:value (a trailing * matches a "
+                             "prefix), e.g. page:/checkout")
+    return tuple(sorted(set(near)))
+
+
+def _env_ci() -> bool:
+    """``CI=true`` (or 1, yes) in the environment: a CI run (SPEC §3.7)."""
+    import os
+
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
 
 
 def _check_limit(limit: int) -> None:

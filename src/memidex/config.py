@@ -54,6 +54,9 @@ class Config:
     lease_ttl_seconds: float = 30.0
     promotion: Mapping[str, Any] = field(default_factory=dict)
     secrets: Mapping[str, Any] = field(default_factory=dict)  # [secrets] allow = [...]
+    brief: Mapping[str, Any] = field(default_factory=dict)  # [brief]: docs/brief.md
+    learning: Mapping[str, Any] = field(default_factory=dict)  # [learning]: docs/learning.md
+    model: Mapping[str, Any] = field(default_factory=dict)  # [model]: docs/learning.md
     half_life_runs: Mapping[str, int] = field(
         default_factory=lambda: dict(DEFAULT_HALF_LIFE_RUNS)
     )
@@ -135,6 +138,14 @@ def _check_value(key: str, value: Any, source: str) -> Any:
             raise ConfigError(f"{source}: `[secrets]` takes one key, `allow`: a list of "
                               "values or fingerprints the secret scan may ignore")
         return {"allow": list(allow)}
+    if key in ("learning", "model"):
+        if not isinstance(value, dict):
+            raise ConfigError(f"{source}: `[{key}]` must be a table (docs/learning.md)")
+        return dict(value)  # its keys are checked by memidex.runs.settings
+    if key == "brief":
+        if not isinstance(value, dict):
+            raise ConfigError(f"{source}: `[brief]` must be a table (docs/brief.md)")
+        return dict(value)  # its keys are checked by memidex.serve.options
     if key == "half_life_runs":
         if not isinstance(value, dict) or not all(
             isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value.values()

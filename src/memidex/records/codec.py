@@ -137,6 +137,8 @@ def dump_record(record: Record) -> str:
     lines.append(f"anchor: {dump_scalar(record.anchor)}")
     lines.append(f"anchors: {dump_value(list(record.anchors))}")
     lines.append(f"title: {dump_scalar(record.title)}")
+    if record.written_by is not None:
+        lines.append(f"written_by: {dump_scalar(record.written_by)}")
     lines.append(f"trust: {dump_value(_trust_dict(t))}")
     lines.append(f"valid: {dump_value({'from': v.from_, 'until': v.until})}")
     relations = {
@@ -146,6 +148,8 @@ def dump_record(record: Record) -> str:
         "contradicts": list(r.contradicts),
     }
     lines.append(f"relations: {dump_value(relations)}")
+    if record.evidence_total is not None:
+        lines.append(f"evidence_total: {dump_scalar(record.evidence_total)}")
     if record.evidence:
         lines.append("evidence:")
         lines += [f"  - {dump_value(_pairs_dict(e))}" for e in record.evidence]

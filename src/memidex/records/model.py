@@ -19,6 +19,7 @@ from memidex.records.vocab import (
 )
 
 __all__ = [
+    "WRITERS",
     "KINDS",
     "STATUSES",
     "SERVABLE_STATUSES",
@@ -36,6 +37,9 @@ __all__ = [
     "Record",
     "Policy",
 ]
+
+WRITERS: tuple[str, ...] = ("template", "model")
+"""The values of ``written_by``: who worded a learned record."""
 
 MAX_ORDINAL = 2**63 - 1
 """The largest run ordinal or count a record may hold (SQLite's largest integer)."""
@@ -160,6 +164,12 @@ class Record:
     evidence: tuple[Evidence, ...] = ()
     history: tuple[HistoryEntry, ...] = ()
     body: str = ""
+    written_by: str | None = None
+    """Who chose the wording of a learned record: ``template`` (memidex's fixed templates)
+    or ``model`` (the configured model); ``None``: a person, or not said."""
+    evidence_total: int | None = None
+    """How many evidence items the record has seen when ``evidence`` keeps only the last
+    ones (the curator caps it); ``None``: ``evidence`` is all of it."""
     previous_status: str | None = None
     """Only while ``status`` is ``quarantined``: the status ``release`` restores
     (``None``: read from the front matter, :func:`memidex.records.transitions.release`)."""

@@ -25,6 +25,7 @@ from memidex.records.model import (
     Relations,
     Trust,
     Valid,
+    WRITERS,
 )
 
 __all__ = ["TOP_KEYS", "EVIDENCE_KEY_ORDER", "record_from_mapping", "key_line"]
@@ -39,9 +40,11 @@ TOP_KEYS: tuple[str, ...] = (
     "anchor",
     "anchors",
     "title",
+    "written_by",
     "trust",
     "valid",
     "relations",
+    "evidence_total",
     "evidence",
     "history",
 )
@@ -362,6 +365,16 @@ def record_from_mapping(
     history = _history(data.get("history"), c, anchor)
     evidence = _evidence(data.get("evidence"), c)
     previous = data.get("previous_status")
+    written_by = data.get("written_by")
+    if written_by is not None and written_by not in WRITERS:
+        c.add("written_by", f"`written_by` must be one of {', '.join(WRITERS)}, not "
+                            f"{_show(written_by)}")
+    evidence_total = data.get("evidence_total")
+    if evidence_total is not None and (
+            isinstance(evidence_total, bool) or not isinstance(evidence_total, int)
+            or not len(evidence or ()) <= evidence_total <= MAX_ORDINAL):
+        c.add("evidence_total", "`evidence_total` must be a whole number, at least the "
+                                "number of `evidence` items")
     if relations is not None and status in STATUSES:
         _status_combination(c, status, previous, relations)
     if "\x00" in body:
@@ -412,6 +425,8 @@ def record_from_mapping(
         evidence=evidence,
         history=history,
         body=body,
+        written_by=written_by,
+        evidence_total=evidence_total,
         previous_status=previous,
     )
 

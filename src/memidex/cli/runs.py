@@ -1,0 +1,282 @@
+"""The learning commands: ``runs ingest|list|show`` and ``knowledge diff|rollback|proposals``,
+thin typer commands over :class:`memidex.app.Memidex` (docs/learning.md).
+
+Registered on the groups of :mod:`memidex.cli.base` when :mod:`memidex.cli.commands`
+imports this module. Errors are raised, never turned into exit codes here.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from memidex.cli.base import JsonOpt, ProductOpt, WaitOpt, app, knowledge, memidex
+from memidex.errors import UsageError
+
+__all__: list[str] = []
+
+runs_app = typer.Typer(
+    help="Test runs: ingest a run's evidence (or a Playwright/JUnit report), list and show "
+    "the runs ingested.",
+    no_args_is_help=True,
+)
+app.add_typer(runs_app, name="runs")
+
+
+def _json(obj: Any) -> None:
+    from memidex.cli.render import print_json
+
+    print_json(obj)
+
+
+def _t(text: object) -> str:
+    from memidex.cli.plain import safe
+    from memidex.cli.render import escape
+
+    return escape(safe(str(text)))
+
+
+def _product(m: Any, product: str | None) -> str:
+    chosen = product or m.config.product
+    if not chosen:
+        raise UsageError("no product", hint="pass --product or set `product` in memidex.toml")
+    return str(chosen)
+
+
+@runs_app.command("ingest")
+def ingest(
+    run_file: Annotated[Path, typer.Argument(metavar="RUN.json", help="The run's evidence "
+                                             "(docs/runs.md), or a Playwright JSON / JUnit "
+                                             "XML report.")],
+    ci: Annotated[bool, typer.Option("--ci", help="A CI run: nothing it teaches is "
+                                     "promoted, its confirmations count less (also "
+                                     "CI=true).")] = False,
+    build_tag: Annotated[str | None, typer.Option("--build-tag", help="The build under "
+                                                  "test (replaces the run's own).")] = None,
+    wait: WaitOpt = 10.0,
+    json_out: JsonOpt = False,
+) -> None:
+    """Learn from one test run: mask its secrets, freeze it under .agent-qa/runs/, give
+    it the product's next run ordinal, classify each failure, and turn what it showed into
+    record changes (add, confirm, supersede, deprecate, unknown) through the writer; a
+    change the checks hold back becomes a proposal (`knowledge proposals`).
+
+    The same run again changes nothing; the same run id with other content exits 4.
+
+    --json: {run_id, ordinal, changes: [{op, id}], proposals, analysis, ...}
+    (docs/schemas/runs-ingest.schema.json).
+    """
+    from memidex.cli import plain
+
+    with memidex(wait=wait) as m:
+        result = plain.with_progress(
+            "curating", lambda cb: m.ingest(run_file, ci=ci, build_tag=build_tag,
+                                            progress=cb), quiet=json_out)
+        m.index()  # the next brief and search see the change at once
+    if json_out:
+        _json(result.as_dict())
+        return
+    ops: dict[str, int] = {}
+    for c in result.changes:
+        ops[c["op"]] = ops.get(c["op"], 0) + 1
+    head = (f"{_t(result.run_id)}: already ingested at ordinal {result.ordinal}; nothing "
+            "changed" if result.already else
+            f"{_t(result.run_id)}: ordinal {result.ordinal}"
+            + (f", build {_t(result.build_tag)}" if result.build_tag else "")
+            + (" (CI)" if result.ci else "")
+            + (" (resumed)" if result.resumed else ""))
+    sys.stdout.write(head + "\n")
+    if not result.already:
+        summary = ", ".join(f"{n} {op}" for op, n in sorted(ops.items())) or "no changes"
+        sys.stdout.write(f"  changes: {summary}\n")
+        for test_id, cause in sorted(result.analysis.items()):
+            sys.stdout.write(f"  {_t(test_id)}: {cause}\n")
+        if result.proposals:
+            sys.stdout.write(f"  {len(result.proposals)} proposal(s) held for review: "
+                             "`memidex knowledge proposals`\n")
+    for note in result.notes:
+        sys.stdout.write(f"  note: {_t(note)}\n")
+
+
+@runs_app.command("list")
+def list_runs(product: ProductOpt = None, json_out: JsonOpt = False) -> None:
+    """The runs ingested (of --product, default every product), in ordinal order.
+
+    --json: {runs: [{run_id, product, ordinal, build_tag, ci, verdicts, changes, ...}]}.
+    """
+    with memidex(reading=True) as m:
+        rows = m.runs(product)
+    if json_out:
+        _json({"runs": rows})
+        return
+    from rich.table import Table
+
+    from memidex.cli.render import console
+
+    c = console()
+    if not rows:
+        c.print("no runs ingested yet: `memidex runs ingest RUN.json`")
+        return
+    table = Table()
+    for col in ("run", "ordinal", "build", "verdicts", "changes"):
+        table.add_column(col, no_wrap=col != "changes")
+    for r in rows:
+        verdicts = " ".join(f"{k} {v}" for k, v in sorted(r["verdicts"].items()))
+        changes = " ".join(f"{k} {v}" for k, v in r["changes"].items()) or "-"
+        if r["proposals"]:
+            changes += f" (+{r['proposals']} proposed)"
+        if r["rolled_back"]:
+            changes += " (rolled back)"
+        build = (r["build_tag"] or "-") + (" CI" if r["ci"] else "")
+        table.add_row(_t(r["run_id"]), str(r["ordinal"]), _t(build), verdicts, _t(changes))
+    c.print(table)
+
+
+@runs_app.command("show")
+def show_run(
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="The run's id.")],
+    json_out: JsonOpt = False,
+) -> None:
+    """One ingested run: its ordinal, build, each test's verdict and root cause, the
+    records it was served, and the changes its curation made."""
+    with memidex(reading=True) as m:
+        data = m.run(run_id)
+    if json_out:
+        _json(data)
+        return
+    from memidex.cli.render import console
+
+    c = console()
+    c.print(f"[bold]{_t(data['run_id'])}[/bold]  ordinal {data['ordinal']}  build "
+            f"{_t(data['build_tag'] or '-')}{'  CI' if data['ci'] else ''}  "
+            f"[dim]{_t(data['path'])}[/dim]")
+    for t in data["tests"]:
+        cause = f" ({t['cause']})" if t["cause"] else ""
+        c.print(f"  {_t(t['verdict']):5} {_t(t['test_id'])}{cause}")
+        if t["failure"]:
+            c.print(f"        {_t(t['failure'])}")
+        if t["served_records"]:
+            c.print(f"        served: {_t(', '.join(t['served_records']))}")
+    if data["changes"]:
+        c.print("changes:")
+        for ch in data["changes"]:
+            c.print(f"  {ch['op']:9} {_t(ch['id'])}")
+    if data["proposals"]:
+        c.print(f"proposals: {_t(', '.join(data['proposals']))}")
+    if data["rolled_back"]:
+        c.print("[yellow]rolled back[/yellow]")
+
+
+@knowledge.command()
+def diff(
+    tag: Annotated[str, typer.Argument(metavar="TAG", help="A build tag runs used.")],
+    product: ProductOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """What runs added, confirmed, superseded and deprecated since build TAG's first run.
+
+    --json: {tag, product, since_ordinal, added, confirmed, superseded, deprecated}.
+    """
+    with memidex(reading=True) as m:
+        data = m.diff(tag, _product(m, product))
+    if json_out:
+        _json(data)
+        return
+    from rich.table import Table
+
+    from memidex.cli.render import console
+
+    c = console()
+    c.print(f"since {_t(tag)} (ordinal {data['since_ordinal']}), {len(data['runs'])} run(s):")
+    table = Table()
+    table.add_column("change", no_wrap=True)
+    table.add_column("record", no_wrap=True, overflow="ignore")
+    for key in ("added", "confirmed", "superseded", "deprecated"):
+        for rid in data[key]:
+            table.add_row(key, _t(rid))
+    c.print(table)
+
+
+@knowledge.command()
+def rollback(
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="The run to undo.")],
+    cascade: Annotated[bool, typer.Option("--cascade", help="Also roll back later runs "
+                                          "that changed the same records.")] = False,
+    wait: WaitOpt = 10.0,
+    json_out: JsonOpt = False,
+) -> None:
+    """Undo every record change a run's curation made (from the change ledger), as if the
+    run had never been ingested; later runs' changes to other records stay. Refuses when
+    a later run changed the same record, unless --cascade.
+
+    --json: {run_id, runs, restored, removed, changed}.
+    """
+    with memidex(wait=wait) as m:
+        data = m.rollback(run_id, cascade=cascade)
+        m.index()
+    if json_out:
+        _json(data)
+        return
+    sys.stdout.write(f"rolled back {', '.join(data['runs'])}: {len(data['restored'])} "
+                     f"restored, {len(data['removed'])} removed\n")
+
+
+ProposalArg = Annotated[str | None, typer.Argument(metavar="ID", help="A proposal id.")]
+
+
+@knowledge.command()
+def proposals(
+    action: Annotated[str | None, typer.Argument(metavar="[accept|reject]",
+                                                 help="Apply or drop proposal ID.")] = None,
+    proposal_id: ProposalArg = None,
+    wait: WaitOpt = 10.0,
+    json_out: JsonOpt = False,
+) -> None:
+    """The curation queue: changes a run proposed that the checks held back (they cite a
+    missing record, contradict themselves, rewrite a person's record or too much at
+    once). `proposals accept ID` applies one through the writer; `reject ID` drops it.
+
+    --json: {proposals: [{id, run_id, ordinal, op, record_id, path, reason}]}, or
+    {id, record_id, path, op, decision, changed}.
+    """
+    if action is None:
+        with memidex(reading=True) as m:
+            items = m.proposals()
+        rows = [{k: v for k, v in p.as_dict().items() if k not in ("text", "expected")}
+                for p in items]
+        if json_out:
+            _json({"proposals": rows})
+            return
+        from rich.table import Table
+
+        from memidex.cli.render import console
+
+        c = console()
+        if not rows:
+            c.print("no proposals.")
+            return
+        table = Table()
+        for col in ("id", "run", "op", "record", "reason"):
+            table.add_column(col, no_wrap=col in ("id", "run", "op"))
+        for r in rows:
+            table.add_row(_t(r["id"]), _t(r["run_id"]), r["op"], _t(r["record_id"]),
+                          _t(r["reason"]))
+        c.print(table)
+        return
+    if action not in ("accept", "reject"):
+        raise UsageError(f"unknown action {action!r}", hint="use `proposals accept ID` or "
+                         "`proposals reject ID`")
+    if proposal_id is None:
+        raise UsageError(f"`proposals {action}` needs a proposal ID",
+                         hint="`memidex knowledge proposals` lists them")
+    with memidex(wait=wait) as m:
+        data = m.decide_proposal(proposal_id, accept=action == "accept")
+        if action == "accept":
+            m.index()
+    if json_out:
+        _json(data)
+        return
+    sys.stdout.write(f"{data['decision']} {data['id']}: {data['op']} {data['record_id']}\n")

@@ -1,0 +1,157 @@
+"""The curator: each candidate becomes exactly one change (SPEC §3.5, ``docs/learning.md``).
+
+Pure functions over (candidate, the record it names or None): no I/O. The ops:
+
+* ``add`` — no record about the subject yet: a ``candidate`` (or active, when the
+  promotion gate says so), its window from this run's ordinal;
+* ``confirm`` — the record makes the same claim: confirmations + 1 (a CI run counts
+  less, ``memidex.trust.confirm``), ``last_confirmed`` = the ordinal, the evidence
+  appended and capped, the anchors merged; the promotion gate may make it active;
+* ``supersede`` — a verified step makes a different claim about the same subject: the
+  current version moves into ``history`` with its window closed at this ordinal and
+  the new one is served from it (SPEC §2); it starts again as a candidate;
+* ``deprecate`` — decided by the ingest from the run store (its anchor was missing from
+  passing runs of its test): ``memidex.records.transitions.deprecate``;
+* ``unknown`` — an unknown record raised (or seen again), and the fact its failed check
+  contradicts gets one more contradiction (never retired);
+* ``noop`` — nothing to do (a quarantined, superseded or deprecated record is left as
+  a person left it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from memidex.records.ids import record_id
+from memidex.records.model import Evidence, HistoryEntry, Record, Trust, Valid
+from memidex.runs.candidates import Candidate
+from memidex.runs.settings import LearningSettings
+from memidex.trust import confirm as confirm_trust
+from memidex.trust import contradict, promotion
+
+__all__ = ["Context", "Decision", "claim_of", "contradicted", "decide", "subject_id"]
+
+OPS: tuple[str, ...] = ("add", "confirm", "supersede", "deprecate", "unknown", "noop")
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """The run a decision is made for."""
+
+    run_id: str
+    ordinal: int
+    ci: bool
+    product: str
+    settings: LearningSettings
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """One change: the op, the record id and what to write (None: nothing)."""
+
+    op: str
+    id: str
+    record: Record | None
+    before: Record | None = None
+    note: str = ""
+    expected: str | None = None  # the content hash the record was read with (None: new)
+
+
+def subject_id(c: Candidate, product: str) -> str:
+    return record_id(c.kind, c.anchor, product, dict(c.scope))
+
+
+def claim_of(r: Record) -> str | None:
+    """The claim key the record's current version was learned with (its newest
+    evidence item's ``claim``), or None (a person wrote it without one)."""
+    for e in reversed(r.evidence):
+        for key, value in e.extra:
+            if key == "claim" and isinstance(value, str):
+                return value
+    return None
+
+
+def _evidence(c: Candidate) -> Evidence:
+    return replace(c.evidence, extra=tuple(sorted({*c.evidence.extra,
+                                                   ("claim", c.claim_key)})))
+
+
+def _append(r: Record, ev: Evidence, cap: int) -> tuple[tuple[Evidence, ...], int | None]:
+    """The evidence with ``ev`` appended (once) and capped to the last ``cap`` items, and
+    the total count to keep (None when nothing was dropped)."""
+    total = r.evidence_total if r.evidence_total is not None else len(r.evidence)
+    if any(e.run == ev.run and e.test == ev.test and e.step == ev.step for e in r.evidence):
+        items = r.evidence
+    else:
+        items = (*r.evidence, ev)
+        total += 1
+    kept = items[-cap:]
+    return kept, (total if total > len(kept) else None)
+
+
+def _gate(status: str, trust: Trust, ctx: Context) -> str:
+    if status != "candidate":
+        return status
+    verdict = promotion(status, trust, ci=ctx.ci, policy=ctx.settings.promotion)
+    return "active" if verdict.promote else status
+
+
+def _source(ctx: Context) -> str:
+    return "ci" if ctx.ci else "local"
+
+
+def decide(c: Candidate, existing: Record | None, ctx: Context) -> Decision:
+    """The change ``c`` makes to ``existing`` (the record with ``c``'s id, or None)."""
+    rid = subject_id(c, ctx.product)
+    ev = _evidence(c)
+    n = ctx.ordinal
+    if existing is None:
+        trust = Trust(source=_source(ctx), confirmations=1, contradictions=0,
+                      last_confirmed=n)
+        record = Record(id=rid, kind=c.kind, status=_gate("candidate", trust, ctx),
+                        product=ctx.product, anchor=c.anchor, title=c.title,
+                        scope=c.scope, anchors=c.anchors, trust=trust, valid=Valid(n),
+                        evidence=(ev,), body=c.body, written_by="template")
+        return Decision("unknown" if c.kind == "unknown" else "add", rid, record)
+    if existing.status not in ("candidate", "active"):
+        return Decision("noop", rid, None, existing,
+                        note=f"{existing.status}: left as a person left it")
+    if n < existing.valid.from_:
+        return Decision("noop", rid, None, existing,
+                        note=f"run ordinal {n} is before the record's window")
+    if existing.valid.until is not None and n >= existing.valid.until:
+        return Decision("noop", rid, None, existing, note="the record's window is closed")
+    old_claim = claim_of(existing)
+    anchors = tuple(sorted((set(existing.anchors) | set(c.anchors)) - {existing.anchor}))
+    if old_claim is None or old_claim == c.claim_key:
+        trust = confirm_trust(existing.trust, ordinal=n, ci=ctx.ci)
+        evidence, total = _append(existing, ev, ctx.settings.evidence_max)
+        record = replace(existing, trust=trust, status=_gate(existing.status, trust, ctx),
+                         evidence=evidence, evidence_total=total, anchors=anchors)
+        return Decision("unknown" if c.kind == "unknown" else "confirm", rid, record,
+                        existing)
+    if n <= existing.valid.from_:
+        return Decision("noop", rid, None, existing,
+                        note="a new version needs a later ordinal than the current one")
+    old = HistoryEntry(valid=Valid(existing.valid.from_, n), title=existing.title,
+                       body=existing.body, trust=existing.trust, anchors=existing.anchors,
+                       status=existing.status)
+    trust = Trust(source=_source(ctx), confirmations=1, contradictions=0, last_confirmed=n)
+    record = replace(existing, status=_gate("candidate", trust, ctx), title=c.title,
+                     body=c.body, anchors=anchors, trust=trust, valid=Valid(n, None),
+                     evidence=(ev,), evidence_total=None, history=(*existing.history, old),
+                     written_by="template")
+    return Decision("supersede", rid, record, existing)
+
+
+def contradicted(fact: Record, c: Candidate, ctx: Context) -> Record | None:
+    """``fact`` with one more contradiction, when the unknown ``c`` contradicts its current
+    claim (the failed check is the kind the fact was learned from); else None."""
+    if fact.status not in ("candidate", "active"):
+        return None
+    if c.evidence.check is None:
+        return None
+    current = next((e.check for e in reversed(fact.evidence) if e.check), None)
+    if current != c.evidence.check:
+        return None
+    return replace(fact, trust=contradict(fact.trust))
