@@ -615,6 +615,24 @@ def main(argv: list[str] | None = None) -> int:
         emit(timed_figure(f"review, {changed} changed records", reviews, "s",
                           baseline_name="git diff --stat", baseline=quantile(raw_diff, 0.5),
                           target=("<= 2 s", 2.0)))
+
+        # --- learning: runs ingest (docs/learning.md) ----------------------------------
+        from ingest_bench import TESTS, ingest_figures
+
+        note(f"runs ingest of a {TESTS}-test run x3 into empty repositories, once into "
+             "the corpus, and the raw write+fsync+rename script for the same files")
+        ing = ingest_figures(exe, tmp, corpus, repeat=3)
+        raw_ing = quantile(ing["raw"], 0.5)
+        emit(timed_figure(f"ingest {TESTS} tests, empty repo", ing["add_empty"], "s",
+                          baseline_name="raw write+fsync+rename", baseline=raw_ing,
+                          note=f"{ing['records_written']} records; target <= 2x raw"))
+        emit(timed_figure("ingest again (confirms), empty", ing["confirm_empty"], "s",
+                          baseline_name="raw write+fsync+rename", baseline=raw_ing,
+                          note="target <= 2x raw"))
+        emit(timed_figure(f"ingest again (confirms), {n_files:,}", ing["confirm_corpus"], "s",
+                          baseline_name="the same into an empty repo",
+                          baseline=quantile(ing["confirm_empty"], 0.5),
+                          note="target <= 1.3x"))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         if generated and not args.keep:

@@ -122,7 +122,8 @@ def prepare_run(raw: bytes, *, source: str, masker: Masker, build_tag: str | Non
     """The run in ``raw``, masked first, then validated; ``build_tag`` (a flag) replaces
     the file's, ``default_build_tag`` (config, environment) fills a missing one, ``ci``
     marks it a CI run."""
-    from memidex.runs.evidence import Violation, parse_run
+    from memidex.runs.evidence import Violation
+    from memidex.runs.evidence import _build_run as build_run
 
     try:
         text = raw.decode("utf-8")
@@ -148,7 +149,7 @@ def prepare_run(raw: bytes, *, source: str, masker: Masker, build_tag: str | Non
     violations = validate_run(data)
     if violations:
         raise RunEvidenceError(source, violations)
-    return parse_run(json.dumps(data, ensure_ascii=False).encode("utf-8"), source=source)
+    return build_run(data)  # validated once, above
 
 
 def digest_of(run: Run) -> str:

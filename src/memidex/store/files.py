@@ -317,8 +317,9 @@ class Store:
 
     # --- writing -------------------------------------------------------------------
 
-    def stage(self, record: Record) -> StagedFile:
-        """Write ``record`` canonically to a unique file in ``staging/`` and fsync it."""
+    def stage(self, record: Record, *, durable: bool = True) -> StagedFile:
+        """Write ``record`` canonically to a unique file in ``staging/`` and fsync it
+        (``durable=False``: the caller makes a batch durable, :func:`fsio.sync_files`)."""
         from memidex.records.codec import content_hash, dump_record
 
         target = self.record_path(record.kind, record.id)
@@ -328,11 +329,13 @@ class Store:
         data = dump_record(record).encode("utf-8")
         self.staging_dir.mkdir(parents=True, exist_ok=True)
         staged = fsio.temp_name(self.staging_dir / record.id, ".md")
-        fsio.write_new(staged, data)
+        fsio.write_new(staged, data, durable=durable)
         return StagedFile(staged, target, content_hash(data))
 
-    def install(self, staged: StagedFile, *, expected: str | None | bool = False) -> None:
-        """Move a staged file into place atomically and fsync its folder.
+    def install(self, staged: StagedFile, *, expected: str | None | bool = False,
+                sync_folder: bool = True) -> None:
+        """Move a staged file into place atomically and fsync its folder (``sync_folder=
+        False``: the caller fsyncs the folders of a batch once).
 
         ``expected`` guards against clobbering a person's edit: the content hash the
         caller read (``None`` = the file must not exist yet); ``False`` skips the check.
@@ -345,12 +348,13 @@ class Store:
                     f"{self.rel(staged.target)} changed on disk since it was read; not replaced"
                 )
         staged.target.parent.mkdir(parents=True, exist_ok=True)
-        fsio.swap_into_place(staged.staged, staged.target)
+        fsio.swap_into_place(staged.staged, staged.target, sync_folder=sync_folder)
 
     def discard(self, staged: StagedFile) -> None:
         staged.staged.unlink(missing_ok=True)
 
-    def remove(self, relpath: str) -> None:
+    def remove(self, relpath: str, *, sync_folder: bool = True) -> None:
         path = self.abspath(relpath)
         path.unlink()
-        fsio.fsync_dir(path.parent)
+        if sync_folder:
+            fsio.fsync_dir(path.parent)

@@ -26,6 +26,7 @@ appends the entry, so the ledger is never silently short of a landed change.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import time
@@ -40,6 +41,7 @@ from memidex.store import fsio
 __all__ = ["Entry", "Ledger", "LedgerOp", "LedgerStats"]
 
 VERSION = 1
+_PACK_MAGIC = b"memidex-blob-pack 1\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,26 +147,99 @@ class Ledger:
         return self.blobs_dir / hexdigest[:2] / hexdigest
 
     def save_blobs(self, contents: Iterable[bytes]) -> list[str]:
-        """Save each content durably (once: content-addressed); their content hashes."""
+        """Save each content durably; their content hashes. A change set's new contents
+        go into ONE pack file (``blobs/pack-<digest>.pack``: one file created and fsynced,
+        however many records the change set writes); a content already saved loose
+        (``blobs/<2 hex>/<hex>``, as earlier versions wrote) is not saved again."""
         out: list[str] = []
+        fresh: dict[str, bytes] = {}
         for data in contents:
             sha = content_hash(data)
             out.append(sha)
-            target = self.blob_path(sha)
-            if target.exists():
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            # The temp file lives beside the ledger (one folder to clean after a crash).
-            fsio.atomic_write(target, data, temp_dir=self.dir)
+            if sha not in fresh and not self.blob_path(sha).exists():
+                fresh[sha] = data
+        if fresh:
+            body = b"".join(f"{sha} {len(data)}\n".encode() + data + b"\n"
+                            for sha, data in sorted(fresh.items()))
+            pack = _PACK_MAGIC + body
+            name = f"pack-{hashlib.sha256(pack).hexdigest()[:20]}.pack"
+            target = self.blobs_dir / name
+            if not target.exists():
+                self.blobs_dir.mkdir(parents=True, exist_ok=True)
+                fsio.atomic_write(target, pack, temp_dir=self.dir)
         return out
+
+    def _packs(self) -> list[Path]:
+        try:
+            return sorted(self.blobs_dir.glob("pack-*.pack"), reverse=True)
+        except OSError:
+            return []
+
+    @staticmethod
+    def _read_pack(path: Path) -> Iterator[tuple[str, bytes]]:
+        """(content hash, bytes) of each blob in a pack; stops at the first damage."""
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            return
+        if not raw.startswith(_PACK_MAGIC):
+            return
+        pos = len(_PACK_MAGIC)
+        while pos < len(raw):
+            end = raw.find(b"\n", pos)
+            if end < 0:
+                return
+            try:
+                sha, size_text = raw[pos:end].decode("ascii").split(" ")
+                size = int(size_text)
+            except ValueError:
+                return
+            data = raw[end + 1:end + 1 + size]
+            if len(data) != size:
+                return
+            yield sha, data
+            pos = end + 1 + size + 1
 
     def blob(self, sha: str) -> bytes | None:
         """The saved bytes with content hash ``sha``, or None (missing or damaged)."""
         try:
             data = self.blob_path(sha).read_bytes()
         except (OSError, ValueError):
-            return None
-        return data if verify_hash(data, sha) else None
+            data = None
+        if data is not None and verify_hash(data, sha):
+            return data
+        for pack in self._packs():
+            for found, data in self._read_pack(pack):
+                if found == sha and verify_hash(data, sha):
+                    return data
+        return None
+
+    def all_blobs(self) -> list[bytes]:
+        """Every saved content (loose and packed), sorted: for tests and audits."""
+        out = [p.read_bytes() for p in self.blobs_dir.glob("??/*") if p.is_file()]
+        for pack in self._packs():
+            out.extend(data for _sha, data in self._read_pack(pack))
+        return sorted(out)
+
+    def _forget_blobs(self, hashes: set[str]) -> int:
+        removed = 0
+        for sha in sorted(hashes):
+            with contextlib.suppress(OSError, ValueError):
+                self.blob_path(sha).unlink()
+                removed += 1
+        for pack in self._packs():
+            items = list(self._read_pack(pack))
+            keep = [(sha, data) for sha, data in items if sha not in hashes]
+            if len(keep) == len(items):
+                continue
+            removed += len(items) - len(keep)
+            if not keep:
+                pack.unlink(missing_ok=True)
+                continue
+            body = b"".join(f"{sha} {len(data)}\n".encode() + data + b"\n"
+                            for sha, data in keep)
+            fsio.atomic_write(pack, _PACK_MAGIC + body, temp_dir=self.dir)
+        return removed
 
     # --- entries ---
 
@@ -293,12 +368,7 @@ class Ledger:
             keep.append(raw if raw.endswith(b"\n") else raw + b"\n")
         if changed:
             fsio.atomic_write(self.file, b"".join(keep))
-        removed = 0
-        for sha in sorted(hashes):
-            with contextlib.suppress(OSError, ValueError):
-                self.blob_path(sha).unlink()
-                removed += 1
-        return removed
+        return self._forget_blobs(hashes)
 
     def cleanup(self) -> None:
         """Remove temp files a crashed writer left (call while holding the lease)."""

@@ -42,7 +42,7 @@ from memidex.records.codec import content_hash, dump_record, parse_record_bytes
 from memidex.records.model import Record
 from memidex.store import visibility
 from memidex.store.files import StagedFile, Store
-from memidex.store.fsio import fsync_dir
+from memidex.store.fsio import fsync_dir, sync_files
 from memidex.write.journal import ChangeSet, Journal, Op, Owner
 from memidex.write.lease import Fenced, Lease
 from memidex.write.ledger import Entry, Ledger, LedgerOp, record_id_of
@@ -263,13 +263,17 @@ class WriterSession:
             for index, op in todo:
                 if op.op == "write" and store.current_hash(store.abspath(op.path)) != op.after:
                     assert op.data is not None
-                    sf = store.stage(parse_record_bytes(op.data.encode("utf-8"), op.path))
+                    sf = store.stage(parse_record_bytes(op.data.encode("utf-8"), op.path),
+                                     durable=False)
                     if sf.sha256 != op.after:
                         store.discard(sf)
                         raise LeaseError(
                             f"journal entry {cs.id} does not re-encode to the same bytes")
                     staged[index] = sf
-                    step("write.staged")
+            # Every staged file durable at once (one syncfs on Linux), before any lands.
+            sync_files([sf.staged for sf in staged.values()])
+            if staged:
+                step("write.staged")
             try:
                 with visibility.exclusive(store.knowledge, timeout=self.install_wait) as vis:
                     with self.lease.fence() as fenced:
@@ -304,17 +308,21 @@ class WriterSession:
                 plan.append((index, op, True))
         if any(install for _, _, install in plan):
             vis.begin(cs.id)
+        folders = set()
         for index, op, install in plan:
             if install:
                 self._touched = True
                 if op.op == "write":
-                    store.install(staged[index], expected=op.before)
+                    store.install(staged[index], expected=op.before, sync_folder=False)
                     del staged[index]  # moved: nothing left to discard
                 else:
-                    store.remove(op.path)
+                    store.remove(op.path, sync_folder=False)
+                folders.add(store.abspath(op.path).parent)
             step("write.installed")
             fenced.record_applied(cs.step_id(index), op.path, op.after)
             step("write.recorded")
+        # The renames durable (each folder fsynced once) before the fence commits them.
+        sync_files([], folders)
 
     def recover(self) -> Recovery:
         """Remove staging of older epochs; finish change sets a dead writer left."""
