@@ -26,6 +26,7 @@ demo: $(STAMP) bytecode
 	$(BIN)/memidex doctor
 	$(BIN)/memidex knowledge search "place order disabled"
 	$(BIN)/memidex knowledge check
+	$(BIN)/python scripts/learn_examples.py  # learning: the example runs, into a scratch copy
 
 ## test: lint, type-check and the test suite, with the coverage of src/ (gated)
 COV_MIN ?= 91  # measured 92.1% of src/ (subprocesses included); see pyproject
