@@ -616,6 +616,13 @@ def main(argv: list[str] | None = None) -> int:
                           baseline_name="git diff --stat", baseline=quantile(raw_diff, 0.5),
                           target=("<= 2 s", 2.0)))
 
+        # --- reading what runners write: runs import (docs/import.md) -------------------
+        import import_bench
+
+        import_runs, import_tests = import_bench.runs(import_bench.REPORT, 5)
+        emit(timed_figure(f"import {import_tests}-test playwright report", import_runs, "s",
+                          target=("<= 1 s", 1.0)))
+
         # --- learning: runs ingest (docs/learning.md) ----------------------------------
         from ingest_bench import TESTS, ingest_figures
 

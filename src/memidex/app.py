@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from memidex.masking import Masker
     from memidex.records.model import Record
     from memidex.runs.ingest import IngestResult, Proposal
+    from memidex.runs.report import ImportResult
     from memidex.write.daemon import DaemonReport
     from memidex.write.writer import Change, WriterSession
 
@@ -624,15 +625,26 @@ class Memidex:
     # --- learning from runs (issue 11, docs/learning.md) ------------------------------
 
     def ingest(self, source: Path, *, ci: bool = False, build_tag: str | None = None,
+               fmt: str = "auto", product: str | None = None, run_id: str | None = None,
                progress: Callable[[int, int], None] | None = None) -> IngestResult:
         """``memidex runs ingest``: mask, freeze, analyse, curate and write one run
-        (:mod:`memidex.runs.ingest`). ``ci`` (or ``CI=true`` in the environment) marks a CI
-        run; ``build_tag`` replaces the run's (``build_tag`` in the config fills a missing one).
+        (:mod:`memidex.runs.ingest`). ``source`` is run evidence or, ``fmt`` ``auto``
+        telling them apart, a Playwright JSON / JUnit XML report (read by
+        :meth:`import_report` with ``product`` and ``run_id``). ``ci`` (or ``CI=true`` in
+        the environment) marks a CI run; ``build_tag`` replaces the run's (``build_tag``
+        in the config fills a missing one).
         """
         from memidex.runs.ingest import ingest_run, prepare_run, read_run_bytes
 
         masker = self._masker()
-        raw = read_run_bytes(source)
+        if fmt == "evidence" or (fmt == "auto" and _is_run_evidence(source)):
+            raw = read_run_bytes(source)
+        else:
+            imported = self.import_report(source, fmt=fmt, product=product, run_id=run_id,
+                                          build_tag=build_tag, ci=ci)
+            import json
+
+            raw = json.dumps(imported.evidence, ensure_ascii=False).encode("utf-8")
         run = prepare_run(raw, source=str(source), masker=masker, build_tag=build_tag,
                           ci=ci or _env_ci(), default_build_tag=self.config.build_tag)
         try:
@@ -640,6 +652,21 @@ class Memidex:
                               progress=progress)
         finally:
             self._checked_at = None
+
+    def import_report(self, source: Path, *, fmt: str = "auto", product: str | None = None,
+                      run_id: str | None = None, build_tag: str | None = None,
+                      ci: bool = False) -> ImportResult:
+        """``memidex runs import``: a Playwright JSON or JUnit XML report as run evidence
+        (:mod:`memidex.runs.report`, docs/import.md), masked; nothing is written."""
+        from memidex.runs.report import import_report
+
+        chosen = product or self.config.product
+        if not chosen:
+            raise UsageError("no product for the report's run",
+                             hint="pass --product or set `product` in memidex.toml")
+        return import_report(source, product=chosen, root=self.store.root,
+                             fmt="auto" if fmt == "evidence" else fmt, build_tag=build_tag,
+                             run_id=run_id, ci=ci or _env_ci(), masker=self._masker())
 
     def runs(self, product: str | None = None) -> list[dict[str, Any]]:
         """``runs list``: one row per ingested run, in ordinal order."""
@@ -685,7 +712,8 @@ class Memidex:
                 "decision": "accepted" if accept else "rejected", "changed": changed}
 
     def rollback(self, run_id: str, *, cascade: bool = False) -> dict[str, Any]:
-        """``knowledge rollback``: undo every record change the run made (:mod:`memidex.runs.rollback`)."""
+        """``knowledge rollback``: undo every record change the run made
+        (:mod:`memidex.runs.rollback`)."""
         from dataclasses import replace as _replace
 
         from memidex.runs.ingest import Proposals
@@ -912,6 +940,29 @@ def _near(near: Sequence[str]) -> tuple[str, ...]:
                              hint="an anchor is type:value (a trailing * matches a "
                              "prefix), e.g. page:/checkout")
     return tuple(sorted(set(near)))
+
+
+def _is_run_evidence(path: Path) -> bool:
+    """Whether ``path`` looks like run evidence (a JSON object with a top-level
+    ``run_id``) rather than a runner's report; unreadable files count as evidence, so
+    the evidence reader reports them."""
+    import json
+
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(1 << 16).lstrip(b"\xef\xbb\xbf \t\r\n")
+    except OSError:
+        return True
+    if not head.startswith(b"{"):
+        return not head.startswith(b"<")
+    if b'"suites"' not in head and b'"config"' not in head:
+        return True
+    try:
+        size = path.stat().st_size
+        data = json.loads(path.read_bytes()) if size < (50 << 20) else None
+    except (OSError, ValueError):
+        return True
+    return isinstance(data, dict) and "run_id" in data and "suites" not in data
 
 
 def _env_ci() -> bool:

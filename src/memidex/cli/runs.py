@@ -46,6 +46,69 @@ def _product(m: Any, product: str | None) -> str:
     return str(chosen)
 
 
+FormatOpt = Annotated[str, typer.Option(
+    "--format", help="auto (default), evidence (docs/runs.md), playwright (its JSON "
+    "reporter) or junit (JUnit XML: pytest, Maven Surefire, Playwright's junit reporter).")]
+RunIdOpt = Annotated[str | None, typer.Option(
+    "--run-id", help="A report's run id (default: a stable hash of the report's bytes, so "
+    "the same report is the same run).")]
+
+
+@runs_app.command("import")
+def import_report(
+    report: Annotated[Path, typer.Argument(metavar="REPORT", help="A Playwright JSON or "
+                                           "JUnit XML report.")],
+    fmt: FormatOpt = "auto",
+    product: ProductOpt = None,
+    build_tag: Annotated[str | None, typer.Option("--build-tag", help="The build under "
+                                                  "test.")] = None,
+    run_id: RunIdOpt = None,
+    ci: Annotated[bool, typer.Option("--ci", help="A CI run (also CI=true).")] = False,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the run "
+                                                "evidence to this file instead of "
+                                                "stdout.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Read a test runner's report and print it as run evidence (docs/import.md): one
+    test per runner test, verdicts as the runner classified them (flaky tests marked),
+    anchors from the locators its errors name, machine paths redacted, secrets masked.
+    Nothing is learned: `memidex runs ingest REPORT` does that.
+
+    --json: {run_id, format, counts, warnings, output, evidence}
+    (docs/schemas/runs-import.schema.json).
+    """
+    import json
+
+    with memidex(reading=True) as m:
+        if fmt == "evidence":
+            raise UsageError("runs import reads reports: --format auto, playwright or junit")
+        result = m.import_report(report, fmt=fmt, product=product, run_id=run_id,
+                                 build_tag=build_tag, ci=ci)
+    text = json.dumps(result.evidence, ensure_ascii=False, indent=1) + "\n"
+    if output is not None:
+        from memidex.store.fsio import atomic_write
+
+        try:
+            atomic_write(output, text.encode("utf-8"))
+        except OSError as exc:
+            raise UsageError(f"cannot write --output {output}: {exc.strerror or exc}"
+                             ) from None
+    for warning in result.warnings:
+        sys.stderr.write(f"warning: {_t(warning)}\n")
+    if json_out:
+        _json({"run_id": result.run_id, "format": result.format, "counts": result.counts,
+               "warnings": result.warnings,
+               "output": str(output) if output is not None else None,
+               "evidence": None if output is not None else result.evidence})
+        return
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        counts = ", ".join(f"{k} {v}" for k, v in result.counts.items())
+        sys.stdout.write(f"{_t(result.run_id)}: {result.format} report, {counts} → "
+                         f"{_t(output)}\n")
+
+
 @runs_app.command("ingest")
 def ingest(
     run_file: Annotated[Path, typer.Argument(metavar="RUN.json", help="The run's evidence "
@@ -56,13 +119,18 @@ def ingest(
                                      "CI=true).")] = False,
     build_tag: Annotated[str | None, typer.Option("--build-tag", help="The build under "
                                                   "test (replaces the run's own).")] = None,
+    fmt: FormatOpt = "auto",
+    product: ProductOpt = None,
+    run_id: RunIdOpt = None,
     wait: WaitOpt = 10.0,
     json_out: JsonOpt = False,
 ) -> None:
-    """Learn from one test run: mask its secrets, freeze it under .agent-qa/runs/, give
-    it the product's next run ordinal, classify each failure, and turn what it showed into
-    record changes (add, confirm, supersede, deprecate, unknown) through the writer; a
-    change the checks hold back becomes a proposal (`knowledge proposals`).
+    """Learn from one test run (run evidence, or a Playwright JSON / JUnit XML report —
+    --format auto tells them apart; a report's run takes --product and --run-id): mask
+    its secrets, freeze it under .agent-qa/runs/, give it the product's next run ordinal,
+    classify each failure, and turn what it showed into record changes (add, confirm,
+    supersede, deprecate, unknown) through the writer; a change the checks hold back
+    becomes a proposal (`knowledge proposals`).
 
     The same run again changes nothing; the same run id with other content exits 4.
 
@@ -74,6 +142,7 @@ def ingest(
     with memidex(wait=wait) as m:
         result = plain.with_progress(
             "curating", lambda cb: m.ingest(run_file, ci=ci, build_tag=build_tag,
+                                            fmt=fmt, product=product, run_id=run_id,
                                             progress=cb), quiet=json_out)
         m.index()  # the next brief and search see the change at once
     if json_out:

@@ -18,6 +18,7 @@ from memidex.records.model import (
     MAX_ORDINAL,
     SOURCES,
     STATUSES,
+    WRITERS,
     Evidence,
     HistoryEntry,
     Pairs,
@@ -25,7 +26,6 @@ from memidex.records.model import (
     Relations,
     Trust,
     Valid,
-    WRITERS,
 )
 
 __all__ = ["TOP_KEYS", "EVIDENCE_KEY_ORDER", "record_from_mapping", "key_line"]

@@ -24,9 +24,11 @@ from memidex.records.model import MAX_ORDINAL
 from memidex.records.vocab import Pairs
 
 __all__ = [
+    "ATTEMPT_STATUSES",
     "HINTS",
     "MAX_RUN_BYTES",
     "VERDICTS",
+    "Attempt",
     "Check",
     "Failure",
     "Run",
@@ -46,6 +48,10 @@ MAX_RUN_BYTES = 50 * 1024 * 1024
 
 VERDICTS: tuple[str, ...] = ("pass", "fail", "skip", "error")
 HINTS: tuple[str, ...] = ("flaky", "environment", "app-bug", "test-bug", "unknown")
+ATTEMPT_STATUSES: tuple[str, ...] = ("pass", "fail", "timeout", "skip", "interrupted",
+                                     "error")
+"""How one attempt of a test ended (a runner's retries: one attempt each)."""
+MAX_ATTEMPTS = 100
 MAX_MESSAGES = 20
 """How many violations the error's one-line message spells out (all are in ``.violations``)."""
 
@@ -133,11 +139,24 @@ def run_schema() -> dict[str, Any]:
                     "verdict": {"enum": list(VERDICTS)},
                     "retries": _count(nullable=True, description=(
                         "attempts before the verdict, beyond the first")),
+                    "flaky": {"type": ["boolean", "null"], "description": (
+                        "the runner saw the test fail, then pass on a retry")},
+                    "attempts": _list({"$ref": "#/$defs/attempt"}, MAX_ATTEMPTS),
                     "duration_ms": _count(nullable=True),
                     "anchors": _list(anchor, 64),
                     "steps": _list({"$ref": "#/$defs/step"}, 10_000),
                     "failure": {"$ref": "#/$defs/failure"},
                     "artifacts": _list({"$ref": "#/$defs/artifact"}, 100),
+                },
+            },
+            "attempt": {
+                "type": "object",
+                "required": ["status"],
+                "additionalProperties": False,
+                "properties": {
+                    "status": {"enum": list(ATTEMPT_STATUSES)},
+                    "error": {"$ref": "#/$defs/text"},
+                    "duration_ms": _count(nullable=True),
                 },
             },
             "step": {
@@ -149,6 +168,8 @@ def run_schema() -> dict[str, Any]:
                     "index": _count(),
                     "action": _str(WORD_PATTERN, max_len=64, description=(
                         "an action word: lowercase letters, digits, `_`, `-`")),
+                    "title": _str(max_len=1000, nullable=True, description=(
+                        "the step's own words (a test.step title)")),
                     "target": _str("^" + ANCHOR_RE.pattern + "$", max_len=500,
                                    nullable=True, description=ANCHOR_WORDS),
                     "anchors": _list(anchor, 64),
@@ -217,6 +238,15 @@ class Failure:
 
 
 @dataclass(frozen=True, slots=True)
+class Attempt:
+    """One attempt of a test that the runner retried: how it ended and its error."""
+
+    status: str
+    error: str | None = None
+    duration_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Step:
     index: int
     action: str
@@ -230,6 +260,7 @@ class Step:
     scope: Pairs = ()
     artifacts: tuple[str, ...] = ()
     duration_ms: int | None = None
+    title: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,6 +275,8 @@ class TestResult:
     artifacts: tuple[str, ...] = ()
     retries: int = 0
     duration_ms: int | None = None
+    flaky: bool = False
+    attempts: tuple[Attempt, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -273,13 +306,15 @@ def _test_dict(t: TestResult) -> dict[str, Any]:
     return {"test_id": t.test_id, "verdict": t.verdict, "retries": t.retries,
             "duration_ms": t.duration_ms, "anchors": list(t.anchors),
             "steps": [_step_dict(s) for s in t.steps], "failure": failure,
-            "artifacts": list(t.artifacts)}
+            "artifacts": list(t.artifacts), "flaky": t.flaky,
+            "attempts": [{"status": a.status, "error": a.error, "duration_ms": a.duration_ms}
+                         for a in t.attempts]}
 
 
 def _step_dict(s: Step) -> dict[str, Any]:
     check = None if s.check is None else {
         "kind": s.check.kind, "passed": s.check.passed, "expected": s.check.expected}
-    return {"index": s.index, "action": s.action, "target": s.target,
+    return {"index": s.index, "action": s.action, "title": s.title, "target": s.target,
             "anchors": list(s.anchors), "value": s.value, "observed": s.observed,
             "check": check, "error": s.error, "served_records": list(s.served_records),
             "scope": dict(s.scope), "artifacts": list(s.artifacts),
@@ -560,14 +595,19 @@ def _build_test(t: Mapping[str, Any]) -> TestResult:
             message=failure["message"], hint=failure.get("hint"),
             step=_int(failure.get("step"))),
         anchors=_tuple(t.get("anchors")), artifacts=_tuple(t.get("artifacts")),
-        retries=_int(t.get("retries")) or 0, duration_ms=_int(t.get("duration_ms")))
+        retries=_int(t.get("retries")) or 0, duration_ms=_int(t.get("duration_ms")),
+        flaky=bool(t.get("flaky")),
+        attempts=tuple(Attempt(status=a["status"], error=a.get("error"),
+                               duration_ms=_int(a.get("duration_ms")))
+                       for a in t.get("attempts") or ()))
 
 
 def _build_step(s: Mapping[str, Any]) -> Step:
     check = s.get("check")
     scope = s.get("scope") or {}
     return Step(
-        index=int(s["index"]), action=s["action"], target=s.get("target"),
+        index=int(s["index"]), action=s["action"], title=s.get("title"),
+        target=s.get("target"),
         anchors=_tuple(s.get("anchors")), value=s.get("value"), observed=s.get("observed"),
         check=None if check is None else Check(kind=check["kind"], passed=check["passed"],
                                                expected=check.get("expected")),

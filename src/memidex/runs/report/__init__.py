@@ -1,0 +1,260 @@
+"""Test-runner reports → run evidence (docs/import.md).
+
+:func:`import_report` reads a Playwright JSON report (1.28 onwards) or a JUnit XML file
+(pytest, Maven Surefire, Playwright's junit reporter) and returns SPEC §3 run evidence:
+one evidence test per runner test, its verdict the runner's own, retries kept as
+attempts, locators in errors turned into anchors (``locators.py`` holds the table), the
+report machine's paths made repository-relative or redacted, secrets masked. The report
+is read as a stream (one spec, or one ``<testcase>``, at a time), so a 50 MB report is
+never held in memory whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from memidex.errors import UsageError
+from memidex.masking import Masker
+from memidex.records.ids import PRODUCT_RE
+from memidex.runs.evidence import (
+    BUILD_TAG_PATTERN,
+    RUN_ID_PATTERN,
+    Run,
+    TestResult,
+)
+from memidex.runs.report.build import ANCHOR_ANNOTATION, VERIFIED_ANNOTATION, Builder
+from memidex.runs.report.common import (
+    Cleaner,
+    EmptyReportError,
+    RawTest,
+    ReportError,
+    TestIds,
+    strip_ansi,
+)
+from memidex.runs.report.detect import FORMATS, detect_format
+from memidex.runs.report.junit import JunitRead, read_junit
+from memidex.runs.report.paths import MachinePaths
+from memidex.runs.report.playwright import COUNTED, PlaywrightRead, read_playwright
+
+__all__ = [
+    "ANCHOR_ANNOTATION",
+    "FORMATS",
+    "MAX_REPORT_BYTES",
+    "VERIFIED_ANNOTATION",
+    "EmptyReportError",
+    "ImportResult",
+    "ReportError",
+    "import_report",
+    "report_run_id",
+]
+
+MAX_REPORT_BYTES = 1024 * 1024 * 1024
+"""A report this big or bigger is refused before it is read."""
+MAX_TESTS = 100_000
+COUNT_KEYS = ("tests", "passed", "failed", "flaky", "skipped")
+_JUNIT_COUNTED = {"failed": "failed", "skipped": "skipped", "flaky": "flaky",
+                  "passed": "passed"}
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    """A report read as run evidence."""
+
+    evidence: dict[str, Any]
+    """SPEC §3 run evidence (``memidex.runs.evidence.validate_run`` accepts it)."""
+    format: str
+    """``playwright`` or ``junit``."""
+    counts: dict[str, int]
+    """``tests``, ``passed``, ``failed``, ``flaky``, ``skipped`` as the runner counts them."""
+    warnings: list[str] = field(default_factory=list)
+    """One line each: counts that disagree, unknown statuses, ignored annotations…"""
+
+    @property
+    def run_id(self) -> str:
+        return str(self.evidence["run_id"])
+
+
+def report_run_id(digest: str) -> str:
+    """The run id of a report whose SHA-256 is ``digest``: the same bytes, the same run."""
+    return f"import-{digest[:16]}"
+
+
+def _check_flags(product: str, run_id: str | None, build_tag: str | None,
+                 fmt: str) -> None:
+    import re
+
+    if not isinstance(product, str) or not PRODUCT_RE.fullmatch(product):
+        raise UsageError(f"product {product!r} is not a product name (letters, digits, "
+                         f"`.`, `_`, `-`)")
+    if run_id is not None and not re.fullmatch(RUN_ID_PATTERN[1:-1], run_id):
+        raise UsageError(f"run id {run_id!r} is not a run id (a letter or digit, then "
+                         f"letters, digits, `.`, `_`, `-`)")
+    if build_tag is not None and not re.fullmatch(BUILD_TAG_PATTERN[1:-1], build_tag):
+        raise UsageError(f"build tag {build_tag!r} is not a build tag")
+    if fmt not in FORMATS:
+        raise UsageError(f"format {fmt!r} is not one of {', '.join(FORMATS)}")
+
+
+def _fingerprint(path: Path, max_bytes: int) -> tuple[str, bytes]:
+    """The SHA-256 of the file and its first bytes, read in chunks."""
+    source = str(path)
+    try:
+        size = path.stat().st_size
+        if path.is_dir():
+            raise ReportError(f"{source}: is a folder, not a report")
+        if size >= max_bytes:
+            raise ReportError(f"{source}: the report is {size} bytes; the limit is "
+                              f"{max_bytes} bytes")
+        digest = hashlib.sha256()
+        head = b""
+        with path.open("rb") as fh:
+            while chunk := fh.read(1 << 20):
+                if not head:
+                    head = chunk[:4096]
+                digest.update(chunk)
+    except FileNotFoundError:
+        raise ReportError(f"{source}: no such report file") from None
+    except PermissionError:
+        raise ReportError(f"{source}: cannot be read (permission denied)") from None
+    except OSError as exc:
+        raise ReportError(f"{source}: cannot be read ({exc.strerror or exc})") from None
+    return digest.hexdigest(), head
+
+
+class _Session:
+    """One import: the warnings, the builder once the report's folders are known."""
+
+    def __init__(self, root: Path, masker: Masker) -> None:
+        self.root = root
+        self.masker = masker
+        self.warnings: list[str] = []
+        self.builder: Builder | None = None
+        self.paths = MachinePaths(root)
+
+    def warn(self, message: str) -> None:
+        if len(self.warnings) < 200:
+            self.warnings.append(message)
+        elif len(self.warnings) == 200:
+            self.warnings.append("more warnings were left out")
+
+    def ready(self, machine_roots: list[str]) -> None:
+        self.paths = MachinePaths(self.root, machine_roots)
+        self.builder = Builder(Cleaner(self.paths.redact, self.masker.mask),
+                               self.paths.artifact, self.warn)
+
+    def build(self, raw: RawTest) -> TestResult:
+        if self.builder is None:  # pragma: no cover - ready() comes before any test
+            self.ready([])
+        assert self.builder is not None
+        return self.builder.test(raw)
+
+    def clean_warnings(self) -> list[str]:
+        out = []
+        for w in self.warnings:
+            line = " ".join(self.masker.mask(self.paths.redact(strip_ansi(w))).split())
+            out.append(line[:500])
+        return out
+
+
+def import_report(path: Path, *, product: str, root: Path, fmt: str = "auto",
+                  build_tag: str | None = None, run_id: str | None = None,
+                  ci: bool = False, masker: Masker | None = None,
+                  max_bytes: int = MAX_REPORT_BYTES) -> ImportResult:
+    """Read the report at ``path`` as run evidence for ``product``.
+
+    ``root`` is the repository root: paths under it (or under the report machine's
+    project folder) become relative, attachments are kept only inside
+    ``<root>/artifacts/``. ``masker`` masks secrets (default: the secrets file at
+    ``<root>/.agent-qa/secrets.yaml``). The run id defaults to
+    :func:`report_run_id` of the report's bytes. Raises :class:`ReportError` (exit 4)
+    when nothing can be read — :class:`EmptyReportError` for a report with no test —
+    and ``UsageError`` for a bad product, run id, build tag or format."""
+    _check_flags(product, run_id, build_tag, fmt)
+    source = str(path)
+    digest, head = _fingerprint(path, max_bytes)
+    found = detect_format(path, head)
+    if fmt != "auto" and fmt != found:
+        what = "JSON" if found == "playwright" else "XML"
+        raise ReportError(f"{source}: --format {fmt} was asked for, but the file is {what}"
+                          f" (a {found} report?)")
+    session = _Session(root, masker if masker is not None else
+                       Masker.load(root / ".agent-qa" / "secrets.yaml"))
+    counts = dict.fromkeys(COUNT_KEYS, 0)
+    rows: list[tuple[list[str], str | None, TestResult]] = []
+    stream: Iterator[tuple[str, RawTest]]
+    counted: Callable[[str], str]
+    if found == "playwright":
+        pw = PlaywrightRead()
+        try:
+            fh = path.open(encoding="utf-8-sig", newline="")
+        except OSError as exc:
+            raise ReportError(f"{source}: cannot be read ({exc.strerror or exc})") from None
+        with fh:
+            stream = read_playwright(fh, source, session.warn, pw,
+                                     lambda info: session.ready(info.machine_roots))
+            _collect(stream, COUNTED.__getitem__, session, counts, rows)
+        _check_playwright(pw, counts, session.warn, source)
+    else:
+        ju = JunitRead()
+        counted = _JUNIT_COUNTED.__getitem__
+        stream = read_junit(path, source, session.warn, ju,
+                            lambda info: session.ready(info.machine_roots))
+        _collect(stream, counted, session, counts, rows)
+        _check_junit(ju, counts, session.warn, source)
+    if not rows:
+        raise EmptyReportError(f"{source}: the report holds no tests; nothing to import")
+    if len(rows) > MAX_TESTS:
+        session.warn(f"{source}: the report holds {len(rows)} tests; run evidence holds "
+                     f"at most {MAX_TESTS}, the first {MAX_TESTS} were kept")
+        del rows[MAX_TESTS:]
+    several = len({p for _, p, _ in rows if p is not None}) > 1
+    ids = TestIds()
+    mask = session.masker.mask
+    tests = tuple(replace(t, test_id=ids.make([mask(x) for x in parts],
+                                              project if several else None))
+                  for parts, project, t in rows)
+    run = Run(run_id=run_id or report_run_id(digest), product=product, tests=tests,
+              build_tag=build_tag, ci=ci)
+    return ImportResult(evidence=run.as_dict(), format=found, counts=counts,
+                        warnings=session.clean_warnings())
+
+
+def _collect(stream: Iterator[tuple[str, RawTest]], counted: Callable[[str], str],
+             session: _Session, counts: dict[str, int],
+             rows: list[tuple[list[str], str | None, TestResult]]) -> None:
+    for status, raw in stream:
+        counts["tests"] += 1
+        counts[counted(status)] += 1
+        if len(rows) <= MAX_TESTS:
+            rows.append((raw.parts, raw.project, session.build(raw)))
+
+
+def _check_playwright(info: PlaywrightRead, counts: dict[str, int],
+                      warn: Callable[[str], None], source: str) -> None:
+    stats = info.stats
+    if not stats:
+        return
+    claimed = {COUNTED[k]: stats.get(k) for k in COUNTED}
+    differ = {k: v for k, v in claimed.items() if isinstance(v, int) and v != counts[k]}
+    if differ:
+        said = ", ".join(f"{k} {v}" for k, v in claimed.items())
+        warn(f"{source}: the report's stats ({said}) disagree with its tests "
+             f"({', '.join(f'{k} {counts[k]}' for k in claimed)}); the tests are trusted")
+
+
+def _check_junit(info: JunitRead, counts: dict[str, int], warn: Callable[[str], None],
+                 source: str) -> None:
+    if info.suites == 0:
+        return
+    claimed = info.claimed
+    failed = claimed["failures"] + claimed["errors"]
+    if (claimed["tests"], failed, claimed["skipped"]) != (
+            counts["tests"], counts["failed"], counts["skipped"]):
+        warn(f"{source}: the suites claim {claimed['tests']} tests ({failed} failed, "
+             f"{claimed['skipped']} skipped) but hold {counts['tests']} test cases "
+             f"({counts['failed']} failed, {counts['flaky']} flaky, {counts['skipped']} "
+             f"skipped); the test cases are trusted")

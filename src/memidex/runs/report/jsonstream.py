@@ -1,0 +1,193 @@
+"""Read a Playwright JSON report piece by piece, never the whole file at once.
+
+The report is one object whose ``suites`` nest (suite → ``suites`` and ``specs``); every
+other value — ``config``, ``stats``, ``errors``, a suite's ``title``, one spec with its
+tests — is small and parsed whole by the standard ``json`` decoder. :func:`events` walks
+the nesting itself and yields those pieces in file order, so memory holds one spec and a
+read buffer (1 MB), whatever the size of the file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any, TextIO
+
+__all__ = ["Malformed", "events"]
+
+CHUNK = 1 << 20
+_SPACE = " \t\n\r"
+
+
+class Malformed(ValueError):
+    """The text is not JSON, or not shaped like a Playwright report, at ``line``."""
+
+    def __init__(self, reason: str, line: int) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.line = line
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+class _Reader:
+    def __init__(self, fh: TextIO) -> None:
+        self.fh = fh
+        self.buf = ""
+        self.pos = 0
+        self.eof = False
+        self.lines_before = 0  # newlines in the text already dropped from the buffer
+        self.decoder = json.JSONDecoder(parse_constant=_reject_constant)
+
+    def line(self, pos: int | None = None) -> int:
+        return self.lines_before + self.buf.count("\n", 0, self.pos if pos is None else pos) + 1
+
+    def _fill(self, size: int = CHUNK) -> bool:
+        if self.eof:
+            return False
+        chunk = self.fh.read(size)
+        if not chunk:
+            self.eof = True
+            return False
+        self.lines_before += self.buf.count("\n", 0, self.pos)
+        self.buf = self.buf[self.pos:] + chunk
+        self.pos = 0
+        return True
+
+    def peek(self) -> str:
+        """The next character that is not white space ("" at the end)."""
+        while True:
+            n = len(self.buf)
+            while self.pos < n and self.buf[self.pos] in _SPACE:
+                self.pos += 1
+            if self.pos < n:
+                return self.buf[self.pos]
+            if not self._fill():
+                return ""
+
+    def take(self, expected: str, what: str) -> None:
+        c = self.peek()
+        if c != expected:
+            got = "the end of the file" if c == "" else repr(c)
+            raise Malformed(f"expected {what}, found {got}", self.line())
+        self.pos += 1
+
+    def value(self) -> Any:
+        """One JSON value, parsed whole (more of the file is read until it is complete)."""
+        if self.peek() == "":
+            raise Malformed("unexpected end of the file", self.line())
+        size = CHUNK
+        while True:
+            try:
+                value, end = self.decoder.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError as exc:
+                cut_short = exc.msg.startswith("Unterminated string") or \
+                    exc.pos >= len(self.buf) - 16
+                if cut_short and self._fill(size):
+                    size *= 2  # a value longer than the buffer: read more, geometrically
+                    continue
+                raise Malformed(f"not JSON: {exc.msg}", self.line(exc.pos)) from None
+            except ValueError as exc:  # NaN, Infinity
+                raise Malformed(f"not JSON: {exc}", self.line()) from None
+            except RecursionError:
+                raise Malformed("not JSON: nested too deeply", self.line()) from None
+            if end == len(self.buf) and not self.eof and self._fill(size):
+                continue  # a number may go on in the next chunk
+            self.pos = end
+            return value
+
+    def key(self) -> str:
+        key = self.value()
+        if not isinstance(key, str):
+            raise Malformed("an object key is not a string", self.line())
+        self.take(":", "`:`")
+        return key
+
+    def next_item(self, close: str) -> bool:
+        """After an item: True when another follows (``,``), False at ``close``."""
+        c = self.peek()
+        if c == ",":
+            self.pos += 1
+            return True
+        if c == close:
+            self.pos += 1
+            return False
+        raise Malformed(f"expected `,` or `{close}`, found "
+                        f"{'the end of the file' if c == '' else repr(c)}", self.line())
+
+
+Event = tuple[str, Any, Any]
+
+
+def events(fh: TextIO) -> Iterator[Event]:
+    """``("top", key, value)`` for each top-level key but ``suites``;
+    ``("suite", None, None)`` / ``("end", None, None)`` around each suite, with
+    ``("key", key, value)`` for its scalar keys and ``("spec", line, spec)`` for each spec;
+    ``("bad", key, line)`` where ``suites``/``specs`` is not a list (skipped)."""
+    r = _Reader(fh)
+    if r.peek() != "{":
+        c = r.peek()
+        raise Malformed("not a JSON object" if c in "[\"-0123456789tfn" and c
+                        else "not JSON", r.line())
+    r.pos += 1
+    if r.peek() == "}":
+        r.pos += 1
+    else:
+        while True:
+            key = r.key()
+            if key == "suites" and r.peek() == "[":
+                yield ("top", "suites", None)
+                yield from _suites(r)
+            else:
+                yield ("top", key, r.value())
+            if not r.next_item("}"):
+                break
+    if r.peek() != "":
+        raise Malformed("more text after the JSON object", r.line())
+
+
+def _suites(r: _Reader) -> Iterator[Event]:
+    r.take("[", "`[`")
+    if r.peek() == "]":
+        r.pos += 1
+        return
+    while True:
+        if r.peek() == "{":
+            yield from _suite(r)
+        else:
+            yield ("bad", "suites", r.line())
+            r.value()
+        if not r.next_item("]"):
+            return
+
+
+def _suite(r: _Reader) -> Iterator[Event]:
+    r.take("{", "`{`")
+    yield ("suite", None, None)
+    if r.peek() == "}":
+        r.pos += 1
+    else:
+        while True:
+            key = r.key()
+            if key == "suites" and r.peek() == "[":
+                yield from _suites(r)
+            elif key == "specs" and r.peek() == "[":
+                r.pos += 1
+                if r.peek() == "]":
+                    r.pos += 1
+                else:
+                    while True:
+                        line = r.line()
+                        yield ("spec", line, r.value())
+                        if not r.next_item("]"):
+                            break
+            elif key in ("suites", "specs"):
+                yield ("bad", key, r.line())
+                r.value()
+            else:
+                yield ("key", key, r.value())
+            if not r.next_item("}"):
+                break
+    yield ("end", None, None)
