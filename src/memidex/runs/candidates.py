@@ -29,7 +29,8 @@ from memidex.records.vocab import Pairs
 from memidex.runs.analysis import error_text, failing_step
 from memidex.runs.evidence import Run, Step, TestResult
 
-__all__ = ["ASPECTS", "Candidate", "Subject", "aspect_of", "normalise", "project"]
+__all__ = ["ASPECTS", "Candidate", "Subject", "aspect_of", "display_name", "normalise",
+           "project"]
 
 ASPECTS: Mapping[str, str] = {
     "assert-enabled": "enabled", "assert-disabled": "enabled",
@@ -131,14 +132,43 @@ def _error_class(text: str) -> str:
     return "error"
 
 
+_STATES = {
+    "assert-enabled": "is enabled", "assert-disabled": "is disabled",
+    "assert-visible": "is visible", "assert-hidden": "is hidden",
+    "assert-checked": "is checked", "assert-unchecked": "is not checked",
+}
+_SHOWS = {"assert-text": "shows", "assert-value": "holds", "assert-url": "leads to",
+          "assert-toast": "shows the toast", "assert-title": "has the title"}
+
+
+def display_name(anchor: str) -> str:
+    """How a template names an anchor: ``el:button:place-order`` → ``the place order
+    button``, ``page:/checkout`` → ``page /checkout``; any other anchor as it is."""
+    kind, _, rest = anchor.partition(":")
+    if kind == "el" and ":" in rest:
+        role, _, name = rest.partition(":")
+        return f"the {name.replace('-', ' ')} {role}"
+    if kind == "page":
+        return f"page {rest}"
+    return anchor
+
+
+def _claim_words(kind: str, observed: str) -> str:
+    if kind in _STATES:
+        return _STATES[kind]
+    if kind in _SHOWS and observed:
+        return f"{_SHOWS[kind]} “{observed}”"
+    return f"passes `{kind}`" + (f" (“{observed}”)" if observed else "")
+
+
 def _fact(run: Run, test: TestResult, step: Step) -> Candidate:
     assert step.check is not None and step.target is not None
     kind = step.check.kind
     observed = normalise(step.observed)
     page = _page(step)
-    where = f" on {page}" if page else ""
-    shown = f": “{observed}”" if observed else ""
-    title = f"{step.target} — {kind} holds{where}{shown}"
+    where = f" on {page.removeprefix('page:')}" if page else ""
+    name = display_name(step.target)
+    title = f"{name[:1].upper()}{name[1:]} {_claim_words(kind, observed)}{where}"
     body = (f"`{kind}` held for {step.target}{where}"
             + (f"; the app showed “{observed}”." if observed else "."))
     return Candidate(
