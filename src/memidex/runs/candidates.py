@@ -47,14 +47,18 @@ MAX_ANCHORS = 40
 _TIME = re.compile(r"\b\d+(?:\.\d+)?\s*(?:ms|milliseconds?|s|secs?|seconds?)\b")
 _URL_HOST = re.compile(r"\bhttps?://([A-Za-z0-9.-]+)")
 _SPACE = re.compile(r"\s+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+"""Control, zero-width and bidirectional-override characters: app text reaches a record
+(and a reviewer's diff) without any of them."""
 
 
 def normalise(text: str | None) -> str:
-    """Observed text as a claim: whitespace collapsed, durations (``620 ms``, ``5 s``)
-    replaced by ``<time>`` so that a timing never makes a new claim; cut to MAX_TEXT."""
+    """Observed text as a claim: control, zero-width and bidi characters made spaces,
+    whitespace collapsed, durations (``620 ms``, ``5 s``) replaced by ``<time>`` so that a
+    timing never makes a new claim; cut to MAX_TEXT."""
     if not text:
         return ""
-    out = _TIME.sub("<time>", _SPACE.sub(" ", text).strip())
+    out = _TIME.sub("<time>", _SPACE.sub(" ", _CONTROL.sub(" ", text)).strip())
     return out if len(out) <= MAX_TEXT else out[: MAX_TEXT - 1] + "…"
 
 

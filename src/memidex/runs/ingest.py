@@ -381,6 +381,11 @@ class _Ingest:
                 held.setdefault(rid, f"the run rewrites {len(rewrites)} records at once "
                                      f"(more than {self.settings.max_rewrites})")
         self._missing_citations(touched, held)
+        for rid, d in list(touched.items()):
+            problem = _invalid(self.store, d.record)
+            if problem is not None:  # never write (or propose) a record that cannot load
+                plan.notes.append(f"{rid}: not written: {problem}")
+                touched[rid] = replace(d, op="noop", record=None)
         for rid, d in touched.items():
             if d.record is not None and rid in held:
                 path = self.store.rel(self.store.record_path(d.record.kind, rid))
@@ -482,6 +487,19 @@ class _Ingest:
                 builds = [b for b in state.passed_builds if b != run.build_tag]
                 state.passed_builds = [*builds, run.build_tag][-MAX_PASSED_BUILDS:]
             state.taught.update(taught.get(test.test_id, {}))
+
+
+def _invalid(store: Store, record: Record | None) -> str | None:
+    """Why ``record`` would not load back from its file (None: it would)."""
+    if record is None:
+        return None
+    from memidex.records.codec import parse_record
+
+    try:
+        parse_record(dump_record(record), record.relpath)
+    except RecordError as exc:
+        return exc.message
+    return None
 
 
 def _changed_share(old: str, new: str) -> float:
