@@ -70,8 +70,12 @@ RANK = {
     "runs": 4.5,  # run evidence: reads records, the store, masking; never index/write
     "index": 5,
     "results": 6,
+    "serve": 6.2,  # briefs (issue 12): rank records from the index, runs and trust
     "review": 6.5,  # git-native review and the secret scan: read records and the store
     "app": 7,
+    # `memidex mcp` (issue 12): MCP tools and resources over one facade; only the `mcp`
+    # command imports it, and only it imports the MCP SDK
+    "mcpserver": 7.2,
     # the package root re-exports `Memidex` lazily (PEP 562), so it sits above the facade;
     # a lower layer reads the version from `_version`, never from the root
     "memidex": 7.5,
@@ -148,6 +152,18 @@ def test_only_the_cli_imports_typer_and_rich() -> None:
         if not _rel(path).startswith("cli/"):
             roots = {name.split(".")[0] for name in _imports(tree)}
             assert not roots & {"typer", "rich", "click"}, _rel(path)
+
+
+def test_only_the_mcp_server_imports_the_mcp_sdk() -> None:
+    # the SDK (and its pydantic, starlette, anyio) is paid for by `memidex mcp` alone
+    for path, tree in _modules():
+        roots = {name.split(".")[0] for name in _imports(tree)}
+        if roots & {"mcp", "mcp_types", "anyio"}:
+            assert _rel(path) == "mcpserver/server.py", _rel(path)
+    for path, tree in _modules():
+        me = _module_name(path)
+        if "memidex.mcpserver.server" in _memidex_imports(tree):
+            assert me == "memidex.cli.mcpcmd", f"{me} imports the MCP server"
 
 
 def test_sqlite_only_in_the_index_and_the_lease() -> None:

@@ -15,8 +15,9 @@ import pytest
 from conftest import REPO_ROOT, run_cli
 
 SCHEMAS = REPO_ROOT / "docs/schemas"
-# git's merge-driver protocol (%O %A %B %P, exit status) is its output: no JSON
-NO_JSON = {"merge-driver"}
+# git's merge-driver protocol (%O %A %B %P, exit status) is its output: no JSON; and
+# `mcp` speaks the MCP protocol on stdout (its tools answer the other commands' objects)
+NO_JSON = {"merge-driver", "mcp"}
 
 
 def _validate(name: str, out: subprocess.CompletedProcess[str]) -> dict[str, Any]:
@@ -113,6 +114,9 @@ def test_json_results_match_their_schemas(repo: Path) -> None:
     ok("deprecate", "knowledge", "deprecate", rid)
     ok("purge", "knowledge", "purge", other["id"])
     ok("daemon", "daemon", "--once")
+    briefed = ok("brief", "brief", "checkout", "--anchor", "el:button:pay", "--explain")
+    assert rid in briefed["withheld"]["deprecated"]["ids"]
+    ok("brief", "brief", "checkout", "--budget", "1", "--at", "0")
     # `anchors` is one concept: every anchor, main first, in show, list and search
     row = next(r for r in listed["records"] if r["id"] == rid)
     hit = next(h for h in found["results"] if h["id"] == rid)
@@ -160,6 +164,9 @@ def test_check_json_is_format_json_and_names_its_list_errors(repo: Path) -> None
     ("purge", ["knowledge", "purge", "nope"], "NotFoundError"),
     ("daemon", ["daemon", "--wait", "-1"], "UsageError"),
     ("list", ["knowledge", "list", "--bogus"], "UsageError"),
+    ("brief", ["brief", "t", "--anchor", "NoType"], "UsageError"),
+    ("brief", ["brief", "t", "--product", "bad product!"], "UsageError"),
+    ("brief", ["brief", "t", "--at", "99"], "UsageError"),
 ])
 def test_json_errors_match_their_schemas(repo: Path, name: str, args: list[str],
                                          code: str) -> None:

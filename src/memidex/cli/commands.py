@@ -180,16 +180,25 @@ def search(
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="Show at most this many "
                                        "results.")] = 10,
     json_out: JsonOpt = False,
+    near: Annotated[
+        list[str] | None,
+        typer.Option("--near", help="Rank results sharing this anchor higher (type:value; "
+                     "a trailing * matches a prefix); repeatable. Results carry reasons."),
+    ] = None,
 ) -> None:
     """Full-text search (BM25) scoped to one product, best first, with snippets.
 
+    --near ANCHOR ranks by BM25 × (1 + anchors shared with --near), words matched first.
+
     --json: {query, product, level, results: [{id, kind, status, title, score,
-    confidence, snippet, path, anchors, product, matched_terms}], note?}; anchors are
-    every anchor, the main one first (docs/schemas/search.schema.json).
+    confidence, snippet, path, anchors, product, matched_terms, reasons?}], note?};
+    anchors are every anchor, the main one first; reasons only with --near
+    (docs/schemas/search.schema.json).
     """
     run_search(SearchArgs(root=STATE.root, query=query, product=product,
                           all_products=all_products, kind=kind or [], status=status or [],
-                          anchor=anchor or [], limit=limit, json_out=json_out))
+                          anchor=anchor or [], limit=limit, json_out=json_out,
+                          near=near or []))
 
 
 @knowledge.command()
@@ -347,3 +356,5 @@ def add(
 
 from memidex.cli import curate as _curate  # noqa: E402,F401  (curation commands, daemon)
 from memidex.cli import review as _review  # noqa: E402,F401  (merge-driver, knowledge review)
+from memidex.cli import runs as _runs  # noqa: E402,F401  (runs, diff, rollback, proposals)
+from memidex.cli import serve as _serve  # noqa: E402,F401  (brief)

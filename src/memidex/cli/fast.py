@@ -37,6 +37,7 @@ class SearchArgs:
     anchor: list[str] = field(default_factory=list)
     limit: int = 10
     json_out: bool = False
+    near: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -68,8 +69,8 @@ _SPECS = {
         flags={"--all-products": "all_products", "--json": "json_out"},
         valued={"--product": "product", "-p": "product", "--kind": "kind", "-k": "kind",
                 "--status": "status", "-s": "status", "--anchor": "anchor", "-a": "anchor",
-                "--limit": "limit", "-n": "limit"},
-        repeated=("kind", "status", "anchor"), counts=("limit",), argument="query"),
+                "--limit": "limit", "-n": "limit", "--near": "near"},
+        repeated=("kind", "status", "anchor", "near"), counts=("limit",), argument="query"),
     "rebuild-index": _Spec(flags={"--json": "json_out"},
                            valued={"--jobs": "jobs", "-j": "jobs"}, counts=("jobs",)),
 }
@@ -184,7 +185,7 @@ def run_search(args: SearchArgs) -> None:
     with open_memidex(args.root, reading=True) as m:
         result = m.search(args.query, product=args.product, all_products=args.all_products,
                           kinds=args.kind, statuses=args.status or None, anchors=args.anchor,
-                          limit=args.limit)
+                          limit=args.limit, near=args.near)
     if args.json_out:
         from memidex.cli.render import print_json
 

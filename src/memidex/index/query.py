@@ -15,6 +15,7 @@ from memidex.search.ranking import (
     confidence,
     fts_expression,
     query_terms,
+    rerank_near,
     sort_key,
 )
 
@@ -149,6 +150,8 @@ def search(db: IndexDB, q: SearchQuery) -> list[SearchHit]:
     terms = query_terms(q.text)
     if not terms or q.limit <= 0:
         return []
+    if q.near:
+        return _search_near(db, q)
     where, params = _filters(q.product, q.kinds, q.statuses, q.anchors)
     conn = db.conn
     if len(terms) > 1:
@@ -176,6 +179,20 @@ def search(db: IndexDB, q: SearchQuery) -> list[SearchHit]:
     # Snippets only for what is shown: each one walks the record's text.
     snippets = _snippets(conn, fts_expression(terms, "OR"), [rowid for _, rowid in ranked])
     return [replace(hit, snippet=snippets.get(rowid, hit.title)) for hit, rowid in ranked]
+
+
+NEAR_POOL = 50
+"""``--near`` ranks the best max(5 × limit, NEAR_POOL) BM25 results together with the
+best ``limit`` that carry each ``--near`` anchor."""
+
+
+def _search_near(db: IndexDB, q: SearchQuery) -> list[SearchHit]:
+    """``knowledge search --near``: BM25 results re-ranked by the anchors they share with
+    ``q.near`` (:func:`memidex.search.ranking.rerank_near`), each with its reasons."""
+    pool = search(db, replace(q, near=(), limit=max(5 * q.limit, NEAR_POOL)))
+    for anchor in q.near:
+        pool += search(db, replace(q, near=(), anchors=(*q.anchors, anchor)))
+    return rerank_near(pool, q.near, q.limit)
 
 
 def _snippets(conn: sqlite3.Connection, expr: str, rowids: list[int]) -> dict[int, str]:

@@ -16,7 +16,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 __all__ = [
     "COLUMN_WEIGHTS",
@@ -26,7 +27,10 @@ __all__ = [
     "STOPWORDS",
     "confidence",
     "fts_expression",
+    "NEAR_WEIGHT",
+    "near_matches",
     "query_terms",
+    "rerank_near",
     "sort_key",
 ]
 
@@ -50,6 +54,7 @@ class SearchQuery:
     statuses: tuple[str, ...] = DEFAULT_STATUSES  # () means any status
     anchors: tuple[str, ...] = ()
     limit: int = 10
+    near: tuple[str, ...] = ()  # rank by overlap with these anchors too (rerank_near)
 
 
 @dataclass(frozen=True)
@@ -66,8 +71,10 @@ class SearchHit:
     product: str
     matched: int = 0
     terms: int = 0
+    reasons: dict[str, object] | None = field(default=None, compare=False, hash=False)
 
     def as_dict(self) -> dict[str, object]:
+        extra = {} if self.reasons is None else {"reasons": self.reasons}
         return {
             "id": self.id,
             "kind": self.kind,
@@ -80,6 +87,7 @@ class SearchHit:
             "anchors": list(self.anchors),
             "product": self.product,
             "matched_terms": self.matched,
+            **extra,
         }
 
 
@@ -109,3 +117,41 @@ def confidence(matched: int, terms: int, status: str, kind: str = "fact") -> str
 def sort_key(hit: SearchHit) -> tuple[int, float, str, str]:
     """More words matched first, then score (higher first), then id, then path."""
     return (-hit.matched, -hit.score, hit.id, hit.path)
+
+
+NEAR_WEIGHT = 1.0
+"""``--near``: each anchor a result shares with the ``--near`` anchors adds this much of
+its BM25 score again (docs/search.md, "Near an anchor")."""
+
+
+def near_matches(anchors: Sequence[str], near: Sequence[str]) -> list[str]:
+    """The anchors of ``anchors`` that one of ``near`` names (exactly, or by a prefix
+    ending in ``*``), in their order."""
+    out = []
+    for a in anchors:
+        for want in near:
+            if (a.startswith(want[:-1]) if want.endswith("*") else a == want):
+                out.append(a)
+                break
+    return out
+
+
+def rerank_near(hits: Sequence[SearchHit], near: Sequence[str], limit: int
+                ) -> list[SearchHit]:
+    """``hits`` (one per id and path) ranked by words matched, then BM25 × (1 +
+    NEAR_WEIGHT × anchors shared with ``near``), then id and path; each with its
+    ``reasons`` (the BM25 score, the anchors shared, the combined score, the rank)."""
+    seen: set[tuple[str, str]] = set()
+    scored: list[tuple[tuple[int, float, str, str], SearchHit, list[str], float]] = []
+    for h in hits:
+        if (h.id, h.path) in seen:
+            continue
+        seen.add((h.id, h.path))
+        shared = near_matches(h.anchors, near)
+        combined = round(h.score * (1 + NEAR_WEIGHT * len(shared)), 6)
+        scored.append(((-h.matched, -combined, h.id, h.path), h, shared, combined))
+    scored.sort(key=lambda t: t[0])
+    return [replace(h, reasons={"rank": i, "bm25": h.score, "shared": shared,
+                                "overlap": len(shared), "score": combined,
+                                "matched_terms": h.matched, "terms": h.terms})
+            for i, (_k, h, shared, combined) in enumerate(scored[:limit], start=1)]

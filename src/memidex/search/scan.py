@@ -25,7 +25,7 @@ from memidex.search.ranking import (
 )
 from memidex.store.files import LoadedRecord
 
-__all__ = ["matches_filters", "scan_search"]
+__all__ = ["matches_filters", "scan_near", "scan_search"]
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 K1, B = 1.2, 0.75
@@ -121,3 +121,16 @@ def scan_search(records: Iterable[LoadedRecord], q: SearchQuery) -> list[SearchH
     if len(full) >= q.limit:
         return full[: q.limit]
     return out[: q.limit]
+
+
+def scan_near(records: list[LoadedRecord], q: SearchQuery) -> list[SearchHit]:
+    """``search --near`` without the index: the same pool as the index's (the best BM25
+    results, and the best carrying each ``--near`` anchor), re-ranked the same way."""
+    from dataclasses import replace
+
+    from memidex.search.ranking import rerank_near
+
+    pool = scan_search(records, replace(q, near=(), limit=max(5 * q.limit, 50)))
+    for anchor in q.near:
+        pool += scan_search(records, replace(q, near=(), anchors=(*q.anchors, anchor)))
+    return rerank_near(pool, q.near, q.limit)

@@ -1,0 +1,106 @@
+"""A brief as a value: what :func:`memidex.serve.brief.build_brief` returns, with the
+``as_dict`` that ``brief --json`` prints (docs/schemas/brief.schema.json)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from memidex.serve.rank import Ranked
+
+if TYPE_CHECKING:
+    from memidex.records.model import Policy
+
+__all__ = ["WITHHELD_IDS", "Brief", "BriefRecord"]
+
+WITHHELD_IDS = 100
+"""Ids listed per withheld reason (the count is always whole)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BriefRecord:
+    """One served record, every string masked."""
+
+    id: str
+    kind: str
+    status: str
+    title: str
+    body: str
+    anchors: tuple[str, ...]
+    ranked: Ranked
+    rank: int
+    shared: tuple[str, ...]
+    hop: tuple[str, ...]
+    tokens: int = 0
+
+    @property
+    def trust(self) -> float:
+        return self.ranked.trust.value
+
+    def reasons(self) -> dict[str, Any]:
+        r = self.ranked
+        return {
+            "rank": self.rank,
+            "score": r.score,
+            "tier": r.tier,
+            "overlap": r.overlap,
+            "shared": list(self.shared),
+            "hop": list(self.hop),
+            "cited": list(r.cited),
+            "trust": r.trust.as_dict(),
+            "version": {"number": r.row.version, "current": r.row.current,
+                        "from": r.row.valid_from, "until": r.row.valid_until},
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "kind": self.kind, "status": self.status,
+                "candidate": self.status == "candidate", "title": self.title,
+                "body": self.body, "anchors": list(self.anchors), "trust": self.trust,
+                "tokens": self.tokens, "reasons": self.reasons()}
+
+
+@dataclass(frozen=True)
+class Brief:
+    """A brief: ``as_dict`` is ``brief --json``; :func:`memidex.serve.render.markdown`
+    its markdown."""
+
+    test_id: str
+    product: str
+    ordinal: int
+    next_ordinal: int
+    level: str
+    test_anchors: tuple[str, ...]
+    hop_anchors: tuple[str, ...]
+    policies: tuple[Policy, ...]
+    records: tuple[BriefRecord, ...]
+    withheld: dict[str, list[str]]
+    fence: str
+    budget: int | None
+    tokens: int
+    explain: bool = False
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def ids(self) -> list[str]:
+        return [r.id for r in self.records]
+
+    def as_dict(self) -> dict[str, Any]:
+        from memidex.serve.fence import notice
+
+        return {
+            "test_id": self.test_id,
+            "product": self.product,
+            "ordinal": self.ordinal,
+            "next_ordinal": self.next_ordinal,
+            "level": self.level,
+            "anchors": {"test": list(self.test_anchors), "hop": list(self.hop_anchors)},
+            "fence": self.fence,
+            "notice": notice(self.fence),
+            "policies": [{"id": p.id, "rule": p.rule, "severity": p.severity}
+                         for p in self.policies],
+            "records": [r.as_dict() for r in self.records],
+            "withheld": {reason: {"count": len(ids), "ids": ids[:WITHHELD_IDS]}
+                         for reason, ids in self.withheld.items()},
+            "budget": {"tokens": self.budget, "used": self.tokens},
+            "notes": list(self.notes),
+        }
