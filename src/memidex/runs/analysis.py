@@ -5,8 +5,10 @@ wins), each with its own test in ``tests/test_learning_analysis.py``:
 
 1. the runner said the test is flaky (it failed, then passed on a retry) → ``flaky``;
 2. the run's own ``hint`` (anything but ``unknown``) → that hint;
-3. the error text names the environment — DNS and connection errors, TLS, a 502/503/504
-   from a gateway, a browser ``net::ERR_*`` → ``environment``;
+3. the error text names the environment — DNS and connection errors, TLS and certificate
+   failures, a 502/503/504 from a gateway (with its reason phrase, or as an HTTP status),
+   a browser ``net::ERR_*`` → ``environment`` (a number or a word in the app's own text,
+   "503.00 EUR" or "Gift certificate applied", is not);
 4. the error text names the test — a strict-mode violation, a malformed locator or
    selector, a script error (``SyntaxError``, ``TypeError``, ``ReferenceError``,
    ``is not a function``) → ``test-bug``;
@@ -32,10 +34,14 @@ CAUSES: tuple[str, ...] = ("app-bug", "test-bug", "flaky", "environment", "unkno
 _ENVIRONMENT = re.compile(
     r"net::ERR_[A-Z_]+|\bE(?:NOTFOUND|CONNREFUSED|CONNRESET|AI_AGAIN|HOSTUNREACH|"
     r"NETUNREACH|TIMEDOUT|PIPE)\b|getaddrinfo|name or service not known|"
-    r"could not resolve host|name resolution|dns|connection (?:refused|reset|closed|aborted)|"
-    r"socket hang up|\bssl\b|\btls\b|certificate|ERR_CERT_|handshake|"
-    r"\b50[234]\b(?:\s*(?:bad gateway|service unavailable|gateway time-?out))?|"
-    r"bad gateway|service unavailable|gateway time-?out",
+    r"could not resolve host|temporary failure in name resolution|\bdns\b|"
+    r"connection (?:refused|reset|closed by peer|aborted)|socket hang up|"
+    r"ssl_error|ssl routines|\bSSL(?:Error|_ERROR)|tls handshake|handshake (?:failed|failure)|"
+    r"certificate (?:verify failed|has expired|is not (?:valid|trusted))|"
+    r"self[- ]signed certificate|unable to (?:get|verify) .{0,30}certificate|ERR_CERT_|"
+    r"\b50[234] (?:bad gateway|service (?:temporarily )?unavailable|gateway time-?out)|"
+    r"\b(?:http|status|status code|response|responded with)[ :=]*50[234]\b|"
+    r"\bbad gateway\b|\bservice unavailable\b|\bgateway time-?out\b",
     re.IGNORECASE)
 _TEST_BUG = re.compile(
     r"strict mode violation|is not a valid selector|unexpected token|unknown engine|"

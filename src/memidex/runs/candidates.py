@@ -44,7 +44,7 @@ MAX_TEXT = 300
 """Observed text and error lines kept in a title or body are cut to this many characters."""
 MAX_ANCHORS = 40
 
-_TIME = re.compile(r"\b\d+(?:\.\d+)?\s*(?:ms|milliseconds?|s|secs?|seconds?)\b")
+_TIME = re.compile(r"\b\d+(?:[.,]\d+)*\s*(?:ms|milliseconds?|s|secs?|seconds?)\b")
 _URL_HOST = re.compile(r"\bhttps?://([A-Za-z0-9.-]+)")
 _SPACE = re.compile(r"\s+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")

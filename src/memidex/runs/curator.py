@@ -123,7 +123,9 @@ def decide(c: Candidate, existing: Record | None, ctx: Context) -> Decision:
         return Decision("noop", rid, None, existing, note="the record's window is closed")
     old_claim = claim_of(existing)
     anchors = tuple(sorted((set(existing.anchors) | set(c.anchors)) - {existing.anchor}))
-    if old_claim is None or old_claim == c.claim_key:
+    # A record a person wrote carries no claim to compare: a run never confirms it on its
+    # own; the change it would make is proposed instead (the ingest's checks).
+    if old_claim == c.claim_key or (old_claim is None and existing.trust.source != "human"):
         trust = confirm_trust(existing.trust, ordinal=n, ci=ctx.ci)
         evidence, total = _append(existing, ev, ctx.settings.evidence_max)
         record = replace(existing, trust=trust, status=_gate(existing.status, trust, ctx),

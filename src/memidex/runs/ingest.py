@@ -139,6 +139,12 @@ def prepare_run(raw: bytes, *, source: str, masker: Masker, build_tag: str | Non
         raise InvalidInputError(f"{source}: not JSON: {exc}",
                                 hint="a run file is one JSON object (docs/runs.md)") from None
     data = _mask(data, masker)
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise RunEvidenceError(source, [Violation("(file)", "holds a lone UTF-16 surrogate "
+                                                            f"({exc.object[exc.start:exc.end]!r})"
+                                                            ", which is not text")]) from None
     if isinstance(data, dict):
         if build_tag is not None:
             data["build_tag"] = masker.mask(build_tag)
@@ -227,8 +233,13 @@ class Proposals:
         self.path(pid).unlink(missing_ok=True)
 
 
-def proposal_id(run_id: str, rid: str) -> str:
-    return "p-" + hashlib.sha256(f"{run_id}\x1f{rid}".encode()).hexdigest()[:16]
+def proposal_id(rid: str, record: Record) -> str:
+    """A proposal's id: the record and what it would become (its claim), so a change that
+    later runs propose again is the same proposal, not a new one each run."""
+    from memidex.runs.curator import claim_of
+
+    key = f"{rid}\x1f{record.status}\x1f{claim_of(record)}\x1f{record.valid.until}"
+    return "p-" + hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 # --- the ingest ------------------------------------------------------------------------
@@ -355,6 +366,10 @@ class _Ingest:
                 plan.notes.append(problem)
                 continue
             d = decide(c, existing, ctx)
+            if d.record is not None:
+                # Normalising app text (spaces collapsed) can rebuild a secret the run's
+                # masking split: every string is masked again where it is stored.
+                d = replace(d, record=self.masker.mask_record(d.record))
             if d.record is not None and self.model.enabled and (
                     d.op in ("add", "supersede", "unknown") and existing is None
                     or d.op == "supersede"
@@ -367,7 +382,9 @@ class _Ingest:
             elif d.op == "supersede" and existing is not None:
                 if existing.trust.source == "human":
                     held[rid] = "rewrites a record a person wrote"
-                elif _changed_share(existing.body, c.body) > self.settings.max_body_change:
+                elif existing.written_by == "template" and d.record is not None \
+                        and d.record.written_by == "template" \
+                        and _changed_share(existing.body, c.body) > self.settings.max_body_change:
                     held[rid] = (f"rewrites more than {self.settings.max_body_change:.0%} of "
                                  "the body at once")
             if c.contradicts is not None and d.record is not None:
@@ -390,7 +407,7 @@ class _Ingest:
             if d.record is not None and rid in held:
                 path = self.store.rel(self.store.record_path(d.record.kind, rid))
                 plan.proposals.append(Proposal(
-                    id=proposal_id(run.run_id, rid), run_id=run.run_id, ordinal=n, op=d.op,
+                    id=proposal_id(rid, d.record), run_id=run.run_id, ordinal=n, op=d.op,
                     record_id=rid, path=path, reason=held[rid], expected=d.expected,
                     text=dump_record(d.record)))
             else:
@@ -508,13 +525,53 @@ def _changed_share(old: str, new: str) -> float:
     return 1.0 - difflib.SequenceMatcher(None, old, new, autojunk=False).ratio()
 
 
-def _ensure_ordinals(config: Config, product: str, n: int, tag: str | None) -> None:
+def _already(runs: RunStore, run: Run, digest: str) -> IngestResult | None:
+    """The answer for a run ingested before (a no-op), or the refusal of the same run id
+    with other content; None for a new (or unfinished) run."""
+    raw = runs.raw(run.run_id)
+    if raw is None:
+        return None
+    if raw.get("digest") != digest:
+        raise InvalidInputError(
+            f"run {run.run_id} was ingested before with other content (ordinal "
+            f"{raw.get('ordinal')}): a run id names one run",
+            hint="give the new run a new run_id")
+    done = runs.result(run.run_id)
+    if done is None or not done.done:
+        return None
+    analysis = raw.get("analysis") if isinstance(raw.get("analysis"), dict) else {}
+    return IngestResult(run.run_id, run.product, int(raw.get("ordinal") or 0), run.build_tag,
+                        run.ci, (), (), dict(analysis or {}), already=True)
+
+
+def _reserve_ordinal(config: Config, product: str, run_id: str, floor: int) -> int:
+    """The run's ordinal, reserved in ``build-ordinals.json`` before the run is frozen:
+    ``next`` moves past it and ``pending`` remembers it for ``run_id``, so a kill before
+    the freeze gives the same ordinal back to the same run and never to another."""
+    data = read_ordinals(config)
+    entry = dict(data.get(product) or {})
+    pending = dict(entry.get("pending") or {})
+    held = pending.get(run_id)
+    if isinstance(held, int) and not isinstance(held, bool):
+        return held
+    n = max(int(entry.get("next", 1)), floor + 1)
+    pending[run_id] = n
+    entry["pending"] = pending
+    entry["next"] = n + 1
+    _write_entry(config, product, entry)
+    return n
+
+
+def _ensure_ordinals(config: Config, product: str, n: int, tag: str | None,
+                     run_id: str) -> None:
     """``build-ordinals.json`` knows that ``product``'s run ``n`` happened (with ``tag``):
-    ``next`` past it, the tag mapped to its first ordinal. Idempotent."""
+    ``next`` past it, the tag mapped to its first ordinal, the reservation settled.
+    Idempotent."""
     data = read_ordinals(config)
     entry = dict(data.get(product) or {})
     nxt = int(entry.get("next", 1))
     builds = dict(entry.get("builds") or {})
+    pending = dict(entry.get("pending") or {})
     changed = False
     if nxt <= n:
         entry["next"] = n + 1
@@ -522,9 +579,20 @@ def _ensure_ordinals(config: Config, product: str, n: int, tag: str | None) -> N
     if tag is not None and (tag not in builds or builds[tag] > n):
         builds[tag] = n
         changed = True
+    if run_id in pending:
+        del pending[run_id]
+        changed = True
     if not changed:
         return
     entry["builds"] = builds
+    if pending:
+        entry["pending"] = pending
+    else:
+        entry.pop("pending", None)
+    _write_entry(config, product, entry)
+
+
+def _write_entry(config: Config, product: str, entry: dict[str, Any]) -> None:
     path = ordinals_path(config)
     raw = read_json(path) or {}
     products = dict(raw.get("products") or {})
@@ -544,8 +612,11 @@ def _result(run: Run, n: int, changes: tuple[tuple[str, str], ...],
 
 
 def ingest_run(store: Store, config: Config, run: Run, *, wait: float,
-               masker: Masker, progress: Progress | None = None) -> IngestResult:
-    """Ingest ``run`` (already masked and validated: :func:`prepare_run`)."""
+               masker: Masker, progress: Progress | None = None,
+               floor: int = 0) -> IngestResult:
+    """Ingest ``run`` (already masked and validated: :func:`prepare_run`). ``floor``: the
+    highest ordinal the product's records name; the run's ordinal comes after it even
+    when this clone's counters are missing or behind."""
     from memidex.write.route import refuse_under_daemon
     from memidex.write.writer import Write, writer_session
 
@@ -554,34 +625,31 @@ def ingest_run(store: Store, config: Config, run: Run, *, wait: float,
     digest = digest_of(run)
     runs = RunStore(config)
     store.check_write_folders()
+    # The same run again, or the same id with other content: answered before the lease,
+    # so a no-op writes nothing at all (not even the lease's files).
+    early = _already(runs, run, digest)
+    if early is not None:
+        return early
     refuse_under_daemon(store, "runs ingest")
     with writer_session(store, wait=wait, ttl=config.lease_ttl_seconds) as session:
         job = _Ingest(store, config, session, masker, settings, model, progress)
-        raw = runs.raw(run.run_id)
         resumed = False
-        if raw is not None:
-            if raw.get("digest") != digest:
-                raise InvalidInputError(
-                    f"run {run.run_id} was ingested before with other content (ordinal "
-                    f"{raw.get('ordinal')}): a run id names one run",
-                    hint="give the new run a new run_id")
-            frozen = runs.get(run.run_id)
-            assert frozen is not None
-            done = runs.result(run.run_id)
-            if done is not None and done.done:
-                return IngestResult(run.run_id, run.product, frozen.ordinal, run.build_tag,
-                                    run.ci, (), (), frozen.analysis, already=True)
+        early = _already(runs, run, digest)  # again, now that no one else is writing
+        if early is not None:
+            return early
+        frozen_or_none = runs.get(run.run_id)
+        if frozen_or_none is not None:
+            frozen = frozen_or_none
             resumed = True
         else:
             tests = runs.tests(run.product)
             causes = job.analyse(run, tests)
-            products = read_ordinals(config)
-            n = int((products.get(run.product) or {}).get("next", 1))
+            n = _reserve_ordinal(config, run.product, run.run_id, floor)
             frozen = FrozenRun(run=run, ordinal=n, digest=digest, analysis=causes,
                                path=runs.path(run.run_id))
             runs.freeze(frozen)
         n = frozen.ordinal
-        _ensure_ordinals(config, run.product, n, run.build_tag)
+        _ensure_ordinals(config, run.product, n, run.build_tag, run.run_id)
         tests_ordinal = runs.tests_ordinal(run.product)
         tests = runs.tests(run.product)
         landed = resumed and any(e.landed for e in session.ledger.for_run(run.run_id))
