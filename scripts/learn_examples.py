@@ -44,28 +44,54 @@ def _subject(path: Path) -> tuple[str, str]:
     return kind, anchor
 
 
-def learn(scratch: Path) -> Path:
-    repo = scratch / "shop"
+def _learned(path: Path) -> bool:
+    head = path.read_text(encoding="utf-8").split("\n---", 1)[0]
+    return "\nwritten_by: " in head
+
+
+def learn(scratch: Path, *, quiet: bool = False) -> Path:
+    """Ingest the example runs into a scratch repository that holds the hand-written
+    example records about other subjects (so the runs are numbered after the ordinals
+    those records name, as in the repository)."""
+    first = _ingest(scratch / "subjects", [], quiet=True)
+    taught = {_subject(p) for p in (first / RECORDS).rglob("*.md")}
+    keep = [p for p in sorted((ROOT / RECORDS).rglob("*.md"))
+            if not _learned(p) and _subject(p) not in taught]
+    return _ingest(scratch / "shop", keep, quiet=quiet)
+
+
+def _ingest(repo: Path, records: list[Path], *, quiet: bool) -> Path:
     repo.mkdir()
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     shutil.copy(ROOT / "memidex.toml", repo / "memidex.toml")
     shutil.copytree(ROOT / "policies", repo / "policies")
     _memidex(repo, "init")
+    for path in records:
+        dst = repo / RECORDS / path.relative_to(ROOT / RECORDS)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, dst)
     for run in sorted((ROOT / "examples/runs").glob("*.json")):
-        sys.stdout.write(_memidex(repo, "runs", "ingest", str(run)))
+        out = _memidex(repo, "runs", "ingest", str(run))
+        if not quiet:
+            sys.stdout.write(out)
     return repo
 
 
 def update(learned: Path) -> None:
-    taught = {p.relative_to(learned / RECORDS): p for p in (learned / RECORDS).rglob("*.md")}
+    taught = {p.relative_to(learned / RECORDS): p for p in (learned / RECORDS).rglob("*.md")
+              if _learned(p)}
     subjects: dict[tuple[str, str], str] = {}
     for rel in sorted(taught):
         subjects.setdefault(_subject(taught[rel]), rel.stem)
     replaced: dict[str, str] = {}  # a removed hand-made id -> the learned id replacing it
     for path in sorted((ROOT / RECORDS).rglob("*.md")):
         rel = path.relative_to(ROOT / RECORDS)
-        if rel not in taught and _subject(path) in subjects:
+        if rel in taught:
+            continue
+        if _subject(path) in subjects:
             replaced[path.stem] = subjects[_subject(path)]
+            path.unlink()
+        elif _learned(path):  # learned before, no longer taught
             path.unlink()
     for path in sorted((ROOT / RECORDS).rglob("*.md")):  # references follow the records
         text = path.read_text(encoding="utf-8")

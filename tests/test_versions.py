@@ -315,7 +315,7 @@ def test_an_index_of_the_previous_schema_is_rebuilt_by_the_next_search(repo: Pat
     _make_schema_1(m.config.index_path)
     with pytest.raises(IndexOutdated) as info:  # a plain open refuses it, naming what it lacks
         IndexDB.open(m.config.index_path)
-    assert info.value.pending == ["0002_versions_runs"]
+    assert info.value.pending == ["0002_versions_runs", "0003_ordinal_floor"]
     m = Memidex(repo)
     result = m.search("wording")
     assert result.level == "lexical-only", result.note

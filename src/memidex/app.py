@@ -441,7 +441,8 @@ class Memidex:
             record = Record(id=rid, kind=kind, status="active", product=product,
                             anchor=anchors[0], title=title, scope=tuple(scope.items()),
                             anchors=extra, trust=Trust(source="human"), body=body,
-                            valid=Valid(current_ordinal(self.config, product)))
+                            valid=Valid(current_ordinal(self.config, product,
+                                                        self.ordinal_floor(product))))
         else:
             from memidex.records.transitions import update
 
@@ -624,6 +625,25 @@ class Memidex:
 
     # --- learning from runs (issue 11, docs/learning.md) ------------------------------
 
+    def ordinal_floor(self, product: str) -> int:
+        """The highest run ordinal ``product``'s records name (0: none): the index's one
+        lookup, or a scan of the records when the index is unavailable."""
+        db = self.index()
+        if db is not None:
+            from memidex.index.query import max_ordinal
+
+            try:
+                return max_ordinal(db, product)
+            except IndexUnavailableError as exc:
+                self._damaged(exc)
+        best = 0
+        for lr in self._loaded():
+            r = lr.record
+            if r.product == product:
+                best = max(best, r.valid.from_, r.trust.last_confirmed or 0,
+                           r.valid.until or 0)
+        return best
+
     def ingest(self, source: Path, *, ci: bool = False, build_tag: str | None = None,
                fmt: str = "auto", product: str | None = None, run_id: str | None = None,
                progress: Callable[[int, int], None] | None = None) -> IngestResult:
@@ -649,7 +669,7 @@ class Memidex:
                           ci=ci or _env_ci(), default_build_tag=self.config.build_tag)
         try:
             return ingest_run(self.store, self.config, run, wait=self.wait, masker=masker,
-                              progress=progress)
+                              progress=progress, floor=self.ordinal_floor(run.product))
         finally:
             self._checked_at = None
 
@@ -910,7 +930,8 @@ class Memidex:
             except IndexUnavailableError as exc:
                 self._damaged(exc)
         return build_brief(self.config, self.store, None, req, masker=self._masker(),
-                           index_note=self.index_note, record=record)
+                           index_note=self.index_note, record=record,
+                           floor=self.ordinal_floor(chosen))
 
     # --- review (issue 13, docs/review.md) -------------------------------------------
 

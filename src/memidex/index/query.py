@@ -19,8 +19,8 @@ from memidex.search.ranking import (
     sort_key,
 )
 
-__all__ = ["IndexRow", "VersionRow", "duplicate_ids", "find_ids", "list_records", "problems",
-           "search", "versions_at"]
+__all__ = ["IndexRow", "VersionRow", "duplicate_ids", "find_ids", "list_records", "max_ordinal",
+           "problems", "search", "versions_at"]
 
 _BM25 = "bm25(records_fts, {}, {}, {})".format(*COLUMN_WEIGHTS)
 
@@ -229,6 +229,17 @@ def list_records(db: IndexDB, *, product: str | None, kinds: tuple[str, ...] = (
     return [_row(t) for t in db.conn.execute(sql, params)]
 
 
+MAX_ORDINAL_SQL = (
+    "SELECT max(max(valid_from, coalesce(last_confirmed, 0), coalesce(valid_until, 0))) "
+    "FROM records WHERE product = ?")
+
+
+@translating
+def max_ordinal(db: IndexDB, product: str) -> int:
+    """The highest run ordinal ``product``'s records name (a window's start or end, a last
+    confirmation); 0 for none. One lookup in ``records_by_ordinal``."""
+    row = db.conn.execute(MAX_ORDINAL_SQL, (product,)).fetchone()
+    return int(row[0]) if row is not None and row[0] is not None else 0
 
 
 @translating

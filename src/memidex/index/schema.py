@@ -6,7 +6,7 @@ Secondary indexes are created after a bulk load (``POST_LOAD``), not before.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The number of migrations: ``meta.schema_version`` of an index built by this memidex."""
 
 TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -158,9 +158,17 @@ CREATE TABLE run_tests (
 ) WITHOUT ROWID;
 """,
     ),
+    (
+        # The highest run ordinal the records know of, per product, in one index lookup:
+        # a clone without the local run counters still serves (and numbers runs) after
+        # every ordinal in its records. Created after a bulk load (POST_LOAD); an older
+        # index is rebuilt rather than migrated, so this step has no DDL of its own.
+        "0003_ordinal_floor",
+        "-- records_by_ordinal: see POST_LOAD",
+    ),
 )
 
-REBUILT_BY: frozenset[str] = frozenset({"0002_versions_runs"})
+REBUILT_BY: frozenset[str] = frozenset({"0002_versions_runs", "0003_ordinal_floor"})
 """Migrations an older index is rebuilt for rather than migrated in place: they change
 what the rows hold (0002 fills `history_versions` from every record file and validates
 history windows and evidence more strictly), which only re-reading the files can do."""
@@ -168,6 +176,8 @@ history windows and evidence more strictly), which only re-reading the files can
 POST_LOAD = """
 CREATE INDEX IF NOT EXISTS records_by_id ON records(id);
 CREATE INDEX IF NOT EXISTS records_by_product ON records(product, status, kind);
+CREATE INDEX IF NOT EXISTS records_by_ordinal ON records(
+    product, max(valid_from, coalesce(last_confirmed, 0), coalesce(valid_until, 0)));
 CREATE INDEX IF NOT EXISTS edges_by_dst ON edges(dst);
 CREATE INDEX IF NOT EXISTS problems_by_path ON problems(path);
 CREATE INDEX IF NOT EXISTS history_versions_by_product ON history_versions(product, valid_from);

@@ -147,15 +147,23 @@ def _run_anchors(config: Config, product: str, test_id: str, notes: list[str]
 
 
 def build_brief(config: Config, store: Store, db: IndexDB | None, req: BriefRequest, *,
-                masker: Masker, index_note: str = "", record: bool = True) -> Brief:
-    """The brief for ``req``; ``db`` None: the index is missing (policies only)."""
+                masker: Masker, index_note: str = "", record: bool = True,
+                floor: int = 0) -> Brief:
+    """The brief for ``req``; ``db`` None: the index is missing (policies only).
+    ``floor``: the highest ordinal the product's records name, when the caller knows it
+    without the index (with the index it is one lookup here)."""
+    from memidex.index.query import max_ordinal
     from memidex.store.ordinals import read_ordinals
 
     _check(req)
     options = BriefOptions.from_config(config.brief)
     ordinals = read_ordinals(config)
     entry = ordinals.get(req.product)
-    next_ordinal = (int(entry.get("next", 1)) - 1 if entry is not None else 0) + 1
+    counted = int(entry.get("next", 1)) - 1 if entry is not None else 0
+    # The records' own highest ordinal: a clone without the run counters (a fresh
+    # checkout, CI) still serves the current versions (docs/brief.md).
+    floor = max(floor, max_ordinal(db, req.product) if db is not None else 0)
+    next_ordinal = max(counted, floor) + 1
     ordinal = next_ordinal if req.at is None else req.at
     if ordinal > next_ordinal:
         raise UsageError(f"--at {ordinal} is beyond {req.product}'s next run ordinal "

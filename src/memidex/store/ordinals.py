@@ -71,9 +71,10 @@ def read_ordinals(config: Config) -> dict[str, dict[str, Any]]:
     return products
 
 
-def current_ordinal(config: Config, product: str) -> int:
-    """The last run ordinal allocated to ``product`` (``next - 1``), 0 if none."""
+def current_ordinal(config: Config, product: str, floor: int = 0) -> int:
+    """The last run ordinal allocated to ``product`` (``next - 1``, 0 if none) — and never
+    below ``floor``, the highest ordinal the product's records name: a clone without the
+    local counters (a fresh checkout, a CI machine) continues after the team's runs."""
     entry = read_ordinals(config).get(product)
-    if entry is None:
-        return 0
-    return int(entry.get("next", 1)) - 1
+    counted = 0 if entry is None else int(entry.get("next", 1)) - 1
+    return max(counted, floor)
