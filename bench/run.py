@@ -623,6 +623,16 @@ def main(argv: list[str] | None = None) -> int:
         emit(timed_figure(f"import {import_tests}-test playwright report", import_runs, "s",
                           target=("<= 1 s", 1.0)))
 
+        # --- serving: brief in process and end to end, and over MCP (docs/brief.md) ------
+        for script in ("brief_bench.py", "mcp_bench.py"):
+            note(f"{script} on the corpus")
+            done = subprocess.run([py, str(BENCH / script), "--corpus", str(corpus), "--n",
+                                   str(args.n)], capture_output=True, text=True, check=False)
+            for line in done.stdout.splitlines():
+                print(line, file=out, flush=True)
+            if done.returncode != 0:
+                note(f"{script} failed: {done.stderr.strip()[-500:]}")
+
         # --- learning: runs ingest (docs/learning.md) ----------------------------------
         from ingest_bench import TESTS, ingest_figures
 

@@ -1,0 +1,283 @@
+"""``memidex mcp`` driven by the MCP SDK's own client over stdio (issue 12, item 7).
+
+Every answer is compared with the CLI's ``--json`` object for the same arguments. Writes
+are compared on twin repositories: the same state copied, the server writing to one and
+the CLI to the other, the answers and the resulting records equal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from conftest import REPO_ROOT, make_record, run_cli, write_record
+
+EXAMPLES = REPO_ROOT / "examples"
+SCHEMAS = REPO_ROOT / "docs/schemas"
+TOOLS = {"brief", "search", "show", "list", "runs_ingest", "diff", "confirm", "quarantine",
+         "proposals", "proposals_accept", "proposals_reject"}
+READ_ONLY = {"brief", "search", "show", "list", "diff", "proposals"}
+SECRET = "hunter2-s3cr3t-value"
+
+
+def _cli(root: Path, *args: str) -> dict[str, Any]:
+    """The CLI's one JSON object (its result, or its error) for ``args --json``."""
+    out = run_cli(root, *args, "--json")
+    assert "Traceback" not in out.stderr, out.stderr
+    doc: dict[str, Any] = json.loads(out.stdout)
+    return doc
+
+
+def _docs_result(tool: str) -> dict[str, Any]:
+    """The output schema a tool must publish: its command's result in docs/schemas/."""
+    name = {"runs_ingest": "runs-ingest", "proposals_accept": "proposals",
+            "proposals_reject": "proposals"}.get(tool, tool)
+    result: dict[str, Any] = json.loads((SCHEMAS / f"{name}.schema.json").read_text(
+        encoding="utf-8"))["$defs"]["result"]
+    if name == "proposals":  # one schema for the listing, one for a decision
+        result = {**result["oneOf"][0 if tool == "proposals" else 1], "not": result["not"]}
+    return {**result, "type": "object"}
+
+
+@pytest.fixture
+def repos(repo: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """``repo`` with three runs ingested (by the CLI), a policy, a record a person typed
+    a secret into and an index; and its twin, a copy of the same state."""
+    (repo / "memidex.toml").write_text('product = "shop-web"\n[learning]\nmax_rewrites = 0\n',
+                                       encoding="utf-8")
+    for n in (51, 52, 53):
+        run_cli(repo, "runs", "ingest", str(EXAMPLES / f"runs/r-00{n}.json"), check=True)
+    shutil.copy(REPO_ROOT / "policies/no-real-cards.yaml", repo / "policies")
+    (repo / ".agent-qa").mkdir(exist_ok=True)
+    (repo / ".agent-qa/secrets.yaml").write_text(f"db_password: {SECRET}\n", encoding="utf-8")
+    write_record(repo, make_record(anchor="el:input:db-password",
+                                   title=f"The password {SECRET} is typed here"))
+    (repo / "runs").mkdir()
+    shutil.copy(EXAMPLES / "runs/r-0058.json", repo / "runs/r-0058.json")
+    run_cli(repo, "knowledge", "rebuild-index", check=True)
+    twin = tmp_path / "twin"
+    shutil.copytree(repo, twin, symlinks=True)
+    return repo, twin
+
+
+async def _session(root: Path, twin: Path, errlog: Any) -> None:
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMIDEX_")}
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "memidex", "--root", str(root), "mcp"],
+                                   env=env, cwd=str(root))
+    async with stdio_client(params, errlog=errlog) as (read, write), \
+            ClientSession(read, write) as session:
+        init = await session.initialize()
+        assert init.server_info.name == "memidex"
+
+        # --- the tools: schemas and annotations ------------------------------------
+        listed = {t.name: t for t in (await session.list_tools()).tools}
+        assert set(listed) == TOOLS
+        for name, tool in listed.items():
+            assert tool.input_schema["type"] == "object", name
+            assert tool.input_schema["additionalProperties"] is False, name
+            assert tool.output_schema == _docs_result(name), name
+            ann = tool.annotations
+            assert ann is not None and ann.read_only_hint is (name in READ_ONLY), name
+            assert ann.open_world_hint is False
+            if name not in READ_ONLY:
+                assert ann.destructive_hint is (name in ("quarantine", "proposals_accept",
+                                                         "proposals_reject")), name
+        assert listed["quarantine"].annotations.idempotent_hint is True  # type: ignore[union-attr]
+        assert listed["runs_ingest"].annotations.idempotent_hint is True  # type: ignore[union-attr]
+        assert listed["confirm"].annotations.idempotent_hint is False  # type: ignore[union-attr]
+        assert listed["search"].input_schema["required"] == ["query"]
+
+        async def call(tool: str, args: dict[str, Any], *, error: bool = False
+                       ) -> dict[str, Any]:
+            res = await session.call_tool(tool, args)
+            assert res.is_error is error, (tool, args, res.content)
+            data: dict[str, Any] = res.structured_content
+            if not error and tool != "brief":
+                assert json.loads(res.content[0].text) == data  # type: ignore[union-attr]
+            return data
+
+        async def same(tool: str, args: dict[str, Any], *cli: str,
+                       where: Path = root) -> dict[str, Any]:
+            data = await call(tool, args)
+            assert data == _cli(where, *cli), tool
+            return data
+
+        # --- reading: every answer equals the CLI's --json -------------------------
+        listing = await same("list", {}, "knowledge", "list")
+        assert listing["count"] >= 20
+        rid = next(r["id"] for r in listing["records"] if r["status"] == "active"
+                   and r["kind"] == "fact" and "place-order" in r["id"])
+        other = next(r["id"] for r in listing["records"] if r["status"] == "candidate")
+        await same("list", {"kinds": ["caution", "procedure"], "statuses": ["candidate"],
+                            "limit": 3}, "knowledge", "list", "--kind", "caution", "--kind",
+                   "procedure", "--status", "candidate", "--limit", "3")
+        found = await same("search", {"query": "place order"}, "knowledge", "search",
+                           "place order")
+        assert found["level"] == "lexical-only" and found["results"]
+        await same("search", {"query": "checkout", "near": ["page:/checkout*"],
+                              "kinds": ["fact"], "statuses": ["any"], "limit": 5},
+                   "knowledge", "search", "checkout", "--near", "page:/checkout*",
+                   "--kind", "fact", "--status", "any", "--limit", "5")
+        shown = await same("show", {"id": rid}, "knowledge", "show", rid)
+        await same("show", {"id": rid[:-6]}, "knowledge", "show", rid[:-6])
+        briefed = await same("brief", {"test_id": "checkout-happy-path", "record": False},
+                             "brief", "checkout-happy-path", "--no-record")
+        assert [p["id"] for p in briefed["policies"]] == ["no-real-cards"]
+        assert briefed["records"]
+        res = await session.call_tool("brief", {"test_id": "checkout-happy-path",
+                                                "record": False})
+        assert res.content[0].text == run_cli(  # type: ignore[union-attr]
+            root, "brief", "checkout-happy-path", "--no-record").stdout  # the markdown
+        await same("brief", {"test_id": "guest-checkout", "anchors": ["page:/cart"],
+                             "budget": 200, "limit": 3, "explain": True, "record": False},
+                   "brief", "guest-checkout", "--anchor", "page:/cart", "--budget", "200",
+                   "--limit", "3", "--explain", "--no-record")
+        await same("diff", {"tag": "v1.4.2"}, "knowledge", "diff", "v1.4.2")
+        assert await same("proposals", {}, "knowledge", "proposals") == {"proposals": []}
+
+        # --- errors are tool errors, equal to the CLI's, and the server goes on --------
+        for name, args, cli in [
+            ("show", {"id": "fact-no-such-record"}, ("knowledge", "show",
+                                                     "fact-no-such-record")),
+            ("show", {"id": "fact-"}, ("knowledge", "show", "fact-")),  # ambiguous
+            ("search", {"query": "x", "near": ["not an anchor"]},
+             ("knowledge", "search", "x", "--near", "not an anchor")),
+            ("brief", {"test_id": "t", "product": "no product!"},
+             ("brief", "t", "--product", "no product!", "--no-record")),
+            ("diff", {"tag": "no-such-build"}, ("knowledge", "diff", "no-such-build")),
+            ("proposals_accept", {"id": "p-0000000000000000"},
+             ("knowledge", "proposals", "accept", "p-0000000000000000")),
+        ]:
+            err = await call(name, args, error=True)
+            assert err == _cli(root, *cli), (name, err)
+        bad = await call("search", {"query": 3}, error=True)
+        assert bad["error"]["code"] == "UsageError" and "query" in bad["error"]["message"]
+        assert (await call("search", {"query": "x", "typo": 1}, error=True)
+                )["error"]["exit_code"] == 2
+        assert (await call("no_such_tool", {}, error=True))["error"]["code"] == "UsageError"
+        for outside in ("../r.json", "/etc/passwd", str(EXAMPLES / "runs/r-0058.json")):
+            err = await call("runs_ingest", {"path": outside}, error=True)
+            assert err["error"]["code"] == "UnsafePathError", err
+        assert (await call("runs_ingest", {"path": "runs/missing.json"}, error=True)
+                )["error"]["exit_code"] == 4
+        assert await call("show", {"id": rid}) == shown  # still answering
+
+        # --- writing: the same answers as the CLI's on the twin ----------------------
+        confirmed = await same("confirm", {"id": rid}, "knowledge", "confirm", rid,
+                               where=twin)
+        assert confirmed["change"] == "confirmed"
+        assert (await call("show", {"id": rid}))["trust"]["confirmations"] == \
+            shown["trust"]["confirmations"] + 1  # its own write is seen at once
+        await same("confirm", {"id": other, "run_ordinal": 3}, "knowledge", "confirm",
+                   other, "--run-ordinal", "3", where=twin)
+        await same("quarantine", {"id": other}, "knowledge", "quarantine", other, where=twin)
+        again = await same("quarantine", {"id": other}, "knowledge", "quarantine", other,
+                           where=twin)
+        assert again["change"] == "unchanged"  # idempotent
+        ingested = await same("runs_ingest", {"path": "runs/r-0058.json"}, "runs", "ingest",
+                              str(twin / "runs/r-0058.json"), where=twin)
+        assert ingested["proposals"]
+        queue = await same("proposals", {}, "knowledge", "proposals", where=twin)
+        first, second = (p["id"] for p in queue["proposals"][:2])
+        await same("proposals_accept", {"id": first}, "knowledge", "proposals", "accept",
+                   first, where=twin)
+        await same("proposals_reject", {"id": second}, "knowledge", "proposals", "reject",
+                   second, where=twin)
+        await same("list", {}, "knowledge", "list", where=twin)  # the same records
+        await same("list", {}, "knowledge", "list")  # and the CLI sees the server's writes
+        await same("brief", {"test_id": "checkout-happy-path", "record": False}, "brief",
+                   "checkout-happy-path", "--no-record", where=twin)
+
+        # --- resources ------------------------------------------------------------
+        resources = {str(r.uri): r for r in (await session.list_resources()).resources}
+        assert f"memidex://record/{rid}" in resources
+        assert "memidex://policy/no-real-cards" in resources
+        templates = (await session.list_resource_templates()).resource_templates
+        assert {t.uri_template for t in templates} == {"memidex://record/{id}",
+                                                       "memidex://policy/{id}"}
+        secret_id = next(r["id"] for r in listing["records"] if "db-password" in r["id"])
+        text = (await session.read_resource(f"memidex://record/{secret_id}")).contents[0]
+        raw = run_cli(root, "knowledge", "show", secret_id, "--raw", check=True).stdout
+        assert text.text == raw  # type: ignore[union-attr]
+        assert SECRET not in raw and "[secret:db_password]" in raw
+        policy = (await session.read_resource("memidex://policy/no-real-cards")).contents[0]
+        assert json.loads(policy.text)["severity"] == "must"  # type: ignore[union-attr]
+        from mcp import MCPError
+
+        with pytest.raises(MCPError, match="no record"):
+            await session.read_resource("memidex://record/fact-no-such-record")
+        with pytest.raises(MCPError, match="no resource"):
+            await session.read_resource("memidex://nothing/x")
+        assert await call("show", {"id": rid}) != shown  # still answering, confirmed
+
+
+def test_mcp_answers_as_the_cli_does(repos: tuple[Path, Path], tmp_path: Path) -> None:
+    root, twin = repos
+    log = tmp_path / "server-stderr.txt"
+    with log.open("w", encoding="utf-8") as errlog:
+        anyio.run(_session, root, twin, errlog)
+    assert "Traceback" not in log.read_text(encoding="utf-8")
+
+
+def test_mcp_outside_a_repository_fails_like_any_command(tmp_path: Path) -> None:
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-m", "memidex", "--root", str(tmp_path / "none"),
+                          "mcp"], capture_output=True, text=True, input="", check=False,
+                         cwd=tmp_path)
+    assert out.returncode != 0 and out.stderr.startswith("error:"), out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_the_sdk_is_imported_only_by_the_mcp_command() -> None:
+    import subprocess
+
+    code = ("import sys; from memidex.cli.commands import app; import memidex.mcpserver.tools;"
+            " print(','.join(m for m in ('mcp', 'mcp_types', 'anyio', 'memidex.mcpserver.server')"
+            " if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_every_failure_is_a_tool_error_never_an_exception(repo: Path) -> None:
+    # the error boundary itself, in process (no SDK): a facade that breaks in every way
+    from memidex.errors import LeaseHeldError
+    from memidex.mcpserver.tools import ToolAnswer, ToolError, run_file, run_tool
+
+    class Broken:
+        def __init__(self, exc: BaseException) -> None:
+            self.exc = exc
+
+        def show(self, _id: str) -> None:
+            raise self.exc
+
+    for exc, code, exit_code in [
+        (LeaseHeldError("writer lease is held by pid 7"), "LeaseHeldError", 3),
+        (OSError(5, "Input/output error", "rec.md"), "StorageError", 1),
+        (RuntimeError("boom"), "InternalError", 1),
+    ]:
+        out = run_tool(Broken(exc), "show", {"id": "x"})  # type: ignore[arg-type]
+        assert isinstance(out, ToolError)
+        assert out.data["error"]["code"] == code and out.data["error"]["exit_code"] == exit_code
+        assert out.text.startswith("error: ")
+    from memidex.app import Memidex
+
+    with Memidex(repo) as m:
+        assert isinstance(run_tool(m, "proposals", None), ToolAnswer)
+        assert run_file(repo, "runs/r.json") == (repo / "runs/r.json").resolve()
+        (repo / "escape").symlink_to("/etc")
+        out = run_tool(m, "runs_ingest", {"path": "escape/passwd"})
+        assert isinstance(out, ToolError) and out.data["error"]["code"] == "UnsafePathError"
+        out = run_tool(m, "runs_ingest", {"path": " "})
+        assert isinstance(out, ToolError) and out.data["error"]["code"] == "UsageError"
