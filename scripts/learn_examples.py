@@ -5,8 +5,10 @@
     python scripts/learn_examples.py --update     # and replace the committed example
                                                   # records with what the runs taught
 
-The scratch copy is a new git repository holding this repository's memidex.toml and
-policies/; the runs are ingested into it with the real CLI, in order. ``--update`` then writes the learned records into
+The scratch copy is a new git repository holding this repository's memidex.toml,
+policies/ and the hand-written example records about subjects the runs do not teach (so
+the runs are numbered after the ordinals those records name); the runs are ingested into
+it with the real CLI, in order. ``--update`` then writes the learned records into
 agent-qa-knowledge/ and removes the hand-made records about the same kind and main anchor
 (the runs replace them); hand-made records about other subjects stay.
 """
