@@ -26,6 +26,7 @@ demo: $(STAMP) bytecode
 	$(BIN)/memidex doctor
 	$(BIN)/memidex knowledge search "place order disabled"
 	$(BIN)/memidex knowledge check
+	$(BIN)/memidex brief checkout-happy-path --anchor page:/checkout --no-record --budget 600
 	$(BIN)/python scripts/learn_examples.py  # learning: the example runs, into a scratch copy
 
 ## test: lint, type-check and the test suite, with the coverage of src/ (gated)
