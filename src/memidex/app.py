@@ -604,6 +604,7 @@ class Memidex:
         return {
             "healthy": healthy,
             "level": level,
+            "recent_runs": self._recent_runs(),
             "levels": {name: ("in use" if name == level else _UNAVAILABLE_LEVELS.get(
                 name, "available" if name == "bundle-scan" else "index unavailable"))
                 for name in LEVELS},
@@ -617,6 +618,25 @@ class Memidex:
                      "PyYAML has no C loader here: hand-written records parse 8x slower"},
             "config": self.config.as_dict(),
         }
+
+    def _recent_runs(self, count: int = 5) -> list[dict[str, Any]]:
+        """The last runs ingested (of the default product, else every product) and the
+        search level their briefs had (``[]``: no brief was recorded for that run)."""
+        from memidex.runs.store import RunStore
+        from memidex.serve.served import levels_by_ordinal
+
+        try:
+            results = RunStore(self.config).results(self.config.product or None)[-count:]
+            out = []
+            levels: dict[str, dict[int, list[str]]] = {}
+            for r in results:
+                if r.product not in levels:
+                    levels[r.product] = levels_by_ordinal(self.config, r.product)
+                out.append({"run_id": r.run_id, "product": r.product, "ordinal": r.ordinal,
+                            "levels": levels[r.product].get(r.ordinal, [])})
+            return out
+        except (OSError, UsageError):
+            return []
 
     def lease_status(self) -> dict[str, Any]:
         from memidex.write.status import lease_status
@@ -695,10 +715,22 @@ class Memidex:
         return list_runs(self.config, product)
 
     def run(self, run_id: str) -> dict[str, Any]:
-        """``runs show``: the frozen run, its analysis and what its curation did."""
+        """``runs show``: the frozen run, its analysis and what its curation did — and
+        what the agent knew: per test, the records its briefs gave for that run
+        (``briefed``) and the ``served_records`` the run names that no brief recorded
+        gave (``not_briefed``); the search ``levels`` its briefs had."""
         from memidex.runs.history import show_run
+        from memidex.serve.served import levels_by_ordinal, served_at
 
-        return self._masker().mask_rows([show_run(self.config, run_id)])[0]
+        data = show_run(self.config, run_id)
+        product, ordinal = str(data["product"]), int(data["ordinal"])
+        for test in data["tests"]:
+            briefed = served_at(self.config, product, str(test["test_id"]), ordinal)
+            test["briefed"] = briefed
+            test["not_briefed"] = sorted(set(test["served_records"]) - set(briefed)) \
+                if briefed else []
+        data["levels"] = levels_by_ordinal(self.config, product).get(ordinal, [])
+        return self._masker().mask_rows([data])[0]
 
     def diff(self, tag: str, product: str) -> dict[str, Any]:
         """``knowledge diff TAG``: record ids added, confirmed, superseded, deprecated."""

@@ -144,7 +144,8 @@ def ingest(
             "curating", lambda cb: m.ingest(run_file, ci=ci, build_tag=build_tag,
                                             fmt=fmt, product=product, run_id=run_id,
                                             progress=cb), quiet=json_out)
-        m.index()  # the next brief and search see the change at once
+        if m.index() is None and not m.config.index_path.exists():
+            m.rebuild_index()  # serving needs the index: a deleted one is built again
     if json_out:
         _json(result.as_dict())
         return
@@ -229,6 +230,11 @@ def show_run(
             c.print(f"        {_t(t['failure'])}")
         if t["served_records"]:
             c.print(f"        served: {_t(', '.join(t['served_records']))}")
+        if t["not_briefed"]:
+            c.print(f"        [yellow]not in any recorded brief[/yellow]: "
+                    f"{_t(', '.join(t['not_briefed']))}")
+    if data["levels"]:
+        c.print(f"search level of its briefs: {_t(', '.join(data['levels']))}")
     if data["changes"]:
         c.print("changes:")
         for ch in data["changes"]:

@@ -135,6 +135,12 @@ def doctor(report: dict[str, Any]) -> None:
     c.print(f"records: {recs['count']}, {len(recs['errors'])} error(s)")
     for e in recs["errors"][:20]:
         c.print(f"  [red]{_t(e['path'])}:{e['line']}[/red]: {_t(e['reason'])}")
+    runs = report.get("recent_runs") or []
+    if runs:
+        c.print("recent runs (the search level their briefs had):")
+        for r in runs:
+            levels = ", ".join(r["levels"]) or "no brief recorded"
+            c.print(f"  {_t(r['run_id'])} (ordinal {r['ordinal']}): {_t(levels)}")
     lease = report["lease"]
     if lease.get("held"):
         age = lease.get("heartbeat_age_seconds")

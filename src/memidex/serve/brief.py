@@ -325,7 +325,8 @@ def _record(config: Config, brief: Brief) -> Brief:
     from memidex.serve.served import record_served
 
     try:
-        record_served(config, brief.product, brief.test_id, brief.ordinal, brief.ids)
+        record_served(config, brief.product, brief.test_id, brief.ordinal, brief.ids,
+                      brief.level)
     except (OSError, MemidexError) as exc:
         note = f"what was served could not be recorded ({exc})"
         note = note.replace(brief.fence, "untrusted-fence")  # never the fence itself

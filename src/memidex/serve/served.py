@@ -2,7 +2,8 @@
 
 Each brief appends one line to ``<state_dir>/served/<product>.jsonl``::
 
-    {"ids": ["fact-…", …], "ordinal": 42, "test_id": "checkout-happy-path"}
+    {"ids": ["fact-…", …], "level": "lexical-only", "ordinal": 42,
+     "test_id": "checkout-happy-path"}
 
 (local state, ignored by git; one ``O_APPEND`` write through
 :func:`memidex.store.fsio.append`, so concurrent briefs never interleave a line).
@@ -22,7 +23,7 @@ from memidex.errors import UsageError
 from memidex.records.ids import PRODUCT_RE
 from memidex.store.fsio import append, dump_json
 
-__all__ = ["record_served", "served_at", "served_path"]
+__all__ = ["levels_by_ordinal", "record_served", "served_at", "served_path"]
 
 
 def served_path(config: Config, product: str) -> Path:
@@ -32,11 +33,44 @@ def served_path(config: Config, product: str) -> Path:
 
 
 def record_served(config: Config, product: str, test_id: str, ordinal: int,
-                  ids: Sequence[str]) -> None:
-    """Append one brief's served record ids (the folder is created when missing)."""
+                  ids: Sequence[str], level: str | None = None) -> None:
+    """Append one brief's served record ids and the search level it had (the folder is
+    created when missing)."""
     path = served_path(config, product)
     path.parent.mkdir(parents=True, exist_ok=True)
-    append(path, dump_json({"test_id": test_id, "ordinal": ordinal, "ids": list(ids)}))
+    entry: dict[str, object] = {"test_id": test_id, "ordinal": ordinal, "ids": list(ids)}
+    if level is not None:
+        entry["level"] = level
+    append(path, dump_json(entry))
+
+
+def _entries(config: Config, product: str) -> list[dict[str, object]]:
+    try:
+        data = served_path(config, product).read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    out = []
+    for line in data.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        ordinal = entry.get("ordinal") if isinstance(entry, dict) else None
+        if isinstance(ordinal, int) and not isinstance(ordinal, bool):
+            out.append(entry)
+    return out
+
+
+def levels_by_ordinal(config: Config, product: str) -> dict[int, list[str]]:
+    """Per run ordinal, the search levels its briefs had (sorted, without repeats)."""
+    out: dict[int, set[str]] = {}
+    for entry in _entries(config, product):
+        level = entry.get("level")
+        ordinal = entry["ordinal"]
+        assert isinstance(ordinal, int)
+        if isinstance(level, str):
+            out.setdefault(ordinal, set()).add(level)
+    return {k: sorted(v) for k, v in sorted(out.items())}
 
 
 def served_at(config: Config, product: str, test_id: str, ordinal: int) -> list[str]:
