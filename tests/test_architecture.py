@@ -67,6 +67,7 @@ RANK = {
     "store": 3,
     "_testing": 3.5,  # the fault-injection seam: swaps a name in store.fsio, used by write
     "search": 4, "write": 4,
+    "fence": 2,  # the untrusted-data fence: pure text, for briefs and model prompts
     "runs": 4.5,  # run evidence: reads records, the store, masking; never index/write
     "index": 5,
     "results": 6,

@@ -689,7 +689,8 @@ class Memidex:
                           ci=ci or _env_ci(), default_build_tag=self.config.build_tag)
         try:
             return ingest_run(self.store, self.config, run, wait=self.wait, masker=masker,
-                              progress=progress, floor=self.ordinal_floor(run.product))
+                              progress=progress,
+                              floor=lambda: self.ordinal_floor(run.product))
         finally:
             self._checked_at = None
 

@@ -144,7 +144,7 @@ def ingest(
             "curating", lambda cb: m.ingest(run_file, ci=ci, build_tag=build_tag,
                                             fmt=fmt, product=product, run_id=run_id,
                                             progress=cb), quiet=json_out)
-        if m.index() is None and not m.config.index_path.exists():
+        if not result.already and m.index() is None and not m.config.index_path.exists():
             m.rebuild_index()  # serving needs the index: a deleted one is built again
     if json_out:
         _json(result.as_dict())

@@ -36,8 +36,11 @@ __all__ = [
     "Step",
     "TestResult",
     "Violation",
+    "build_run",
+    "decode_run",
     "load_run",
     "parse_run",
+    "read_run_bytes",
     "run_schema",
     "schema_text",
     "validate_run",
@@ -531,30 +534,36 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def parse_run(raw: bytes, *, source: str) -> Run:
-    """Validate the bytes of a run file (named ``source`` in errors) and return the run."""
+def decode_run(raw: bytes, *, source: str) -> Any:
+    """The JSON data in the bytes of a run file (named ``source`` in errors), not yet
+    validated: one error for bytes that are not UTF-8 or not JSON (``NaN`` included)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise RunEvidenceError(source, [Violation("(file)", f"not UTF-8 text at byte "
                                                             f"{exc.start}")]) from None
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise InvalidInputError(f"{source}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}",
                                 hint="a run file is one JSON object (docs/runs.md)") from None
-    except ValueError as exc:  # NaN, Infinity
+    except (ValueError, RecursionError) as exc:  # NaN, Infinity; nesting too deep
         raise InvalidInputError(f"{source}: not JSON: {exc}",
                                 hint="a run file is one JSON object (docs/runs.md)") from None
+
+
+def parse_run(raw: bytes, *, source: str) -> Run:
+    """Validate the bytes of a run file (named ``source`` in errors) and return the run."""
+    data = decode_run(raw, source=source)
     violations = validate_run(data)
     if violations:
         raise RunEvidenceError(source, violations)
-    return _build_run(data)
+    return build_run(data)
 
 
-def load_run(path: Path, *, max_bytes: int = MAX_RUN_BYTES) -> Run:
-    """Read, validate and return the run in ``path``; a file of ``max_bytes`` or more is
-    refused from its size alone, before anything is read."""
+def read_run_bytes(path: Path, *, max_bytes: int = MAX_RUN_BYTES) -> bytes:
+    """The bytes of the run file ``path``; a file of ``max_bytes`` or more is refused from
+    its size alone, before anything is read."""
     source = str(path)
     try:
         size = path.stat().st_size
@@ -573,14 +582,20 @@ def load_run(path: Path, *, max_bytes: int = MAX_RUN_BYTES) -> Run:
         raise InvalidInputError(f"{source}: is a folder, not a run file") from None
     except PermissionError:
         raise InvalidInputError(f"{source}: cannot be read (permission denied)") from None
-    return parse_run(raw, source=source)
+    return raw
+
+
+def load_run(path: Path, *, max_bytes: int = MAX_RUN_BYTES) -> Run:
+    """Read, validate and return the run in ``path`` (:func:`read_run_bytes`)."""
+    return parse_run(read_run_bytes(path, max_bytes=max_bytes), source=str(path))
 
 
 def _tuple(value: Any) -> tuple[Any, ...]:
     return tuple(value) if value else ()
 
 
-def _build_run(data: Mapping[str, Any]) -> Run:
+def build_run(data: Mapping[str, Any]) -> Run:
+    """The run in JSON data that :func:`validate_run` accepted."""
     return Run(run_id=data["run_id"], product=data["product"],
                build_tag=data.get("build_tag"), ci=bool(data.get("ci")),
                tests=tuple(_build_test(t) for t in data["tests"]))

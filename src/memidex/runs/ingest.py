@@ -42,7 +42,7 @@ from memidex.records.transitions import deprecate
 from memidex.runs.analysis import CAUSES, classify, error_text
 from memidex.runs.candidates import Candidate, project
 from memidex.runs.curator import Context, Decision, contradicted, decide, subject_id
-from memidex.runs.evidence import MAX_RUN_BYTES, Run, RunEvidenceError, validate_run
+from memidex.runs.evidence import Run, RunEvidenceError, read_run_bytes, validate_run
 from memidex.runs.settings import LearningSettings, ModelSettings
 from memidex.runs.store import FrozenRun, RunResult, RunStore, TestState
 from memidex.store.files import Store
@@ -91,53 +91,14 @@ def _mask(value: Any, masker: Masker) -> Any:
     return value
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def read_run_bytes(path: Path) -> bytes:
-    source = str(path)
-    try:
-        size = path.stat().st_size
-        if size >= MAX_RUN_BYTES:
-            raise InvalidInputError(f"{source}: the run file is {size} bytes; the limit is "
-                                    f"{MAX_RUN_BYTES} bytes", hint="split the run into "
-                                    "smaller files, or leave large artifacts out of it")
-        with path.open("rb") as fh:
-            raw = fh.read(MAX_RUN_BYTES)
-            if fh.read(1):
-                raise InvalidInputError(f"{source}: the run file is over the limit of "
-                                        f"{MAX_RUN_BYTES} bytes")
-    except FileNotFoundError:
-        raise InvalidInputError(f"{source}: no such run file") from None
-    except IsADirectoryError:
-        raise InvalidInputError(f"{source}: is a folder, not a run file") from None
-    except PermissionError:
-        raise InvalidInputError(f"{source}: cannot be read (permission denied)") from None
-    return raw
-
-
 def prepare_run(raw: bytes, *, source: str, masker: Masker, build_tag: str | None = None,
                 ci: bool = False, default_build_tag: str | None = None) -> Run:
     """The run in ``raw``, masked first, then validated; ``build_tag`` (a flag) replaces
     the file's, ``default_build_tag`` (config, environment) fills a missing one, ``ci``
     marks it a CI run."""
-    from memidex.runs.evidence import Violation
-    from memidex.runs.evidence import _build_run as build_run
+    from memidex.runs.evidence import Violation, build_run, decode_run
 
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise RunEvidenceError(source, [Violation("(file)", f"not UTF-8 text at byte "
-                                                            f"{exc.start}")]) from None
-    try:
-        data = json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        raise InvalidInputError(f"{source}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}",
-                                hint="a run file is one JSON object (docs/runs.md)") from None
-    except (ValueError, RecursionError) as exc:
-        raise InvalidInputError(f"{source}: not JSON: {exc}",
-                                hint="a run file is one JSON object (docs/runs.md)") from None
+    data = decode_run(raw, source=source)
     data = _mask(data, masker)
     try:
         json.dumps(data, ensure_ascii=False).encode("utf-8")
@@ -613,10 +574,10 @@ def _result(run: Run, n: int, changes: tuple[tuple[str, str], ...],
 
 def ingest_run(store: Store, config: Config, run: Run, *, wait: float,
                masker: Masker, progress: Progress | None = None,
-               floor: int = 0) -> IngestResult:
-    """Ingest ``run`` (already masked and validated: :func:`prepare_run`). ``floor``: the
-    highest ordinal the product's records name; the run's ordinal comes after it even
-    when this clone's counters are missing or behind."""
+               floor: Callable[[], int] = lambda: 0) -> IngestResult:
+    """Ingest ``run`` (already masked and validated: :func:`prepare_run`). ``floor()``:
+    the highest ordinal the product's records name (asked only for a new run); the run's
+    ordinal comes after it even when this clone's counters are missing or behind."""
     from memidex.write.route import refuse_under_daemon
     from memidex.write.writer import Write, writer_session
 
@@ -644,7 +605,7 @@ def ingest_run(store: Store, config: Config, run: Run, *, wait: float,
         else:
             tests = runs.tests(run.product)
             causes = job.analyse(run, tests)
-            n = _reserve_ordinal(config, run.product, run.run_id, floor)
+            n = _reserve_ordinal(config, run.product, run.run_id, floor())
             frozen = FrozenRun(run=run, ordinal=n, digest=digest, analysis=causes,
                                path=runs.path(run.run_id))
             runs.freeze(frozen)

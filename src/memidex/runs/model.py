@@ -16,18 +16,18 @@ note and the templates are used.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from memidex.fence import choose_fence, fenced
 from memidex.runs.analysis import CAUSES
 from memidex.runs.settings import ModelSettings
 
-__all__ = ["ModelAnswerError", "Wording", "ask", "classify_prompt", "fence_for",
-           "parse_cause", "parse_wording", "wording_prompt"]
+__all__ = ["ModelAnswerError", "Wording", "ask", "classify_prompt", "parse_cause",
+           "parse_wording", "wording_prompt"]
 
 MAX_TITLE = 200
 MAX_BODY = 4000
@@ -45,26 +45,10 @@ class Wording:
     body: str
 
 
-def fence_for(content: str) -> str:
-    """A fence word that occurs nowhere in ``content``: ``untrusted-<hex>``, the hex
-    grown from the content's own digest until absent (deterministic)."""
-    digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
-    for size in range(8, 65, 4):
-        word = f"untrusted-{digest[:size]}"
-        if word not in content:
-            return word
-    counter = 0
-    while True:  # pragma: no cover - a 64-hex digest inside its own content
-        word = f"untrusted-{digest}-{counter}"
-        if word not in content:
-            return word
-        counter += 1
-
-
 def _block(data: Mapping[str, str]) -> tuple[str, str]:
     content = json.dumps(dict(data), ensure_ascii=False, indent=1, sort_keys=True)
-    fence = fence_for(content)
-    return f"<{fence}>\n{content}\n</{fence}>", fence
+    fence = choose_fence([content])
+    return fenced(content, fence), fence
 
 
 def wording_prompt(facts: Mapping[str, str]) -> str:
