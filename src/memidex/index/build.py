@@ -128,16 +128,18 @@ def file_rows(store: Store, fs: FileStat) -> FileRows:
     except OSError as exc:
         return FileRows((fs.relpath, "record", fs.size, fs.mtime_ns, fs.ino, ""), None, (), (),
                         (), ((fs.relpath, 0, f"cannot read: {exc.strerror}"),))
-    from memidex.records.codec import parse_record_bytes
+    from memidex.records.codec import parse_record_bytes, recall
     from memidex.records.digest import content_hash
 
     sha = content_hash(data)
     frow = (fs.relpath, "record", len(data), fs.mtime_ns, fs.ino, sha)
-    try:
-        record = parse_record_bytes(data, fs.relpath)
-    except RecordError as exc:
-        return FileRows(frow, None, (), (), (),
-                        tuple((p.path, p.line, p.reason) for p in exc.problems))
+    record = recall(sha)  # written by this process a moment ago: no need to parse it
+    if record is None:
+        try:
+            record = parse_record_bytes(data, fs.relpath)
+        except RecordError as exc:
+            return FileRows(frow, None, (), (), (),
+                            tuple((p.path, p.line, p.reason) for p in exc.problems))
     lr = LoadedRecord(fs.relpath, record, sha, fs)
     anchors = ((record.anchor, 1), *((a, 0) for a in record.anchors))
     return FileRows(frow, record_row(lr), history_rows(record), anchors, _edges(record), ())

@@ -28,6 +28,8 @@ from memidex.records.yamlfast import (
 
 __all__ = [
     "HASH_TAG",
+    "recall",
+    "remember",
     "content_hash",
     "dump_record",
     "load_front_matter",
@@ -83,6 +85,25 @@ def parse_record(text: str, path: str) -> Record:
     front, body, first = split_front_matter(text, path)
     data = load_front_matter(front, path, first)
     return record_from_mapping(data, body, path=path, front_matter=front, first_line=first)
+
+
+_RECENT: dict[str, Record] = {}
+_RECENT_MAX = 8192
+
+
+def remember(sha: str, record: Record) -> None:
+    """Note that parsing the bytes with content hash ``sha`` gives ``record`` (the caller
+    just parsed them): reading them back later in this process (the index refresh that
+    follows an ingest) need not parse them again (:func:`recall`). Bounded."""
+    if len(_RECENT) >= _RECENT_MAX:
+        _RECENT.clear()
+    _RECENT[sha] = record
+
+
+def recall(sha: str) -> Record | None:
+    """The record that parsing the bytes with content hash ``sha`` gave in this process
+    (:func:`remember`), or None; exact by construction — the hash names the bytes."""
+    return _RECENT.get(sha)
 
 
 def parse_record_bytes(data: bytes, path: str) -> Record:

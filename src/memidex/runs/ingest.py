@@ -382,16 +382,19 @@ class _Ingest:
         kind, anchor, scope = c.contradicts
         fid = record_id(kind, anchor, ctx.product, dict(scope))
         prior = touched.get(fid)
-        fact, sha = (prior.record, prior.expected) if prior is not None else (None, None)
-        if fact is None:
-            fact, sha, _problem = _read_record(self.store, kind, fid)
+        # the fact as this run leaves it so far, and as it is on disk (with its hash)
+        fact, disk, sha = ((prior.record, prior.before, prior.expected) if prior is not None
+                           else (None, None, None))
+        if fact is None and prior is None:
+            disk, sha, _problem = _read_record(self.store, kind, fid)
+            fact = disk
         if fact is None:
             return
         hit = contradicted(fact, c, ctx)
         if hit is None:
             return
         op = prior.op if prior is not None else "contradict"  # written, listed with the unknown
-        touched[fid] = Decision(op, fid, hit, fact, expected=sha)
+        touched[fid] = Decision(op, fid, hit, disk, expected=sha)
         rel = d.record.relations
         touched[d.id] = replace(d, record=replace(d.record, relations=replace(
             rel, contradicts=tuple(sorted({*rel.contradicts, fid})))))
@@ -471,12 +474,15 @@ def _invalid(store: Store, record: Record | None) -> str | None:
     """Why ``record`` would not load back from its file (None: it would)."""
     if record is None:
         return None
-    from memidex.records.codec import parse_record
+    from memidex.records.codec import parse_record, remember
 
+    text = dump_record(record)
     try:
-        parse_record(dump_record(record), record.relpath)
+        parsed = parse_record(text, record.relpath)
     except RecordError as exc:
         return exc.message
+    # The index refresh after the ingest reads these bytes back: it takes this parse.
+    remember(content_hash(text.encode("utf-8")), parsed)
     return None
 
 
@@ -628,7 +634,7 @@ def ingest_run(store: Store, config: Config, run: Run, *, wait: float,
             queue = Proposals(store)
             for p in plan.proposals:
                 queue.save(p)
-            writes = [Write(d.record, d.expected) for d in plan.decisions
+            writes = [Write(d.record, d.expected, d.before) for d in plan.decisions
                       if d.record is not None]
             if writes:
                 session.apply(writes, command="runs ingest", run_id=run.run_id, ordinal=n)

@@ -320,15 +320,36 @@ class Store:
     def stage(self, record: Record, *, durable: bool = True) -> StagedFile:
         """Write ``record`` canonically to a unique file in ``staging/`` and fsync it
         (``durable=False``: the caller makes a batch durable, :func:`fsio.sync_files`)."""
-        from memidex.records.codec import content_hash, dump_record
+        from memidex.records.codec import dump_record
 
         target = self.record_path(record.kind, record.id)
+        return self._stage(target, record.id, dump_record(record).encode("utf-8"), durable)
+
+    def stage_bytes(self, relpath: str, data: bytes, *, durable: bool = True,
+                    checked: set[Path] | None = None) -> StagedFile:
+        """Stage the canonical bytes of the record file at ``relpath`` (the writer's own
+        encoding of a record it was handed; a journal replayed after a crash goes through
+        :meth:`stage` instead, so what it installs is parsed first). ``checked``: folders
+        a batch already found inside the knowledge folder (each is resolved once)."""
+        parts = relpath.rsplit("/", 2)
+        kind = parts[-2] if len(parts) == 3 else ""
+        target = self.record_path(kind, parts[-1].removesuffix(".md"))
+        if self.rel(target) != relpath:
+            raise UnsafePathError(f"{relpath!r} is not a record file of this knowledge folder")
+        return self._stage(target, target.stem, data, durable, checked)
+
+    def _stage(self, target: Path, name: str, data: bytes, durable: bool,
+               checked: set[Path] | None = None) -> StagedFile:
+        from memidex.records.codec import content_hash
+
         knowledge = os.path.realpath(self.knowledge)
-        self._check_inside(self.staging_dir, knowledge)
-        self._check_inside(target.parent, knowledge)
-        data = dump_record(record).encode("utf-8")
+        for folder in (self.staging_dir, target.parent):
+            if checked is None or folder not in checked:
+                self._check_inside(folder, knowledge)
+                if checked is not None:
+                    checked.add(folder)
         self.staging_dir.mkdir(parents=True, exist_ok=True)
-        staged = fsio.temp_name(self.staging_dir / record.id, ".md")
+        staged = fsio.temp_name(self.staging_dir / name, ".md")
         fsio.write_new(staged, data, durable=durable)
         return StagedFile(staged, target, content_hash(data))
 

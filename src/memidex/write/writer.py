@@ -68,6 +68,9 @@ class Write:
 
     record: Record
     expected: str | None | bool = False
+    current: Record | None = None
+    """The record the caller parsed from the bytes ``expected`` names (optional): the
+    writer then does not parse the file again to see whether anything changed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,9 +214,13 @@ class WriterSession:
             # to equal what the file holds now — a confirm lost that way would be silent.
             self._expect(change.expected, before, relpath)
             if current is not None:
-                with contextlib.suppress(RecordError):
-                    if parse_record_bytes(current, relpath) == change.record:
+                if change.current is not None and isinstance(change.expected, str):
+                    if change.current == change.record:  # `expected` was checked above
                         return None
+                else:
+                    with contextlib.suppress(RecordError):
+                        if parse_record_bytes(current, relpath) == change.record:
+                            return None
             op = Op("write", relpath, before, content_hash(data.encode("utf-8")), data)
             return op, current
         path = self.store.record_file(change.relpath)
@@ -236,7 +243,7 @@ class WriterSession:
             self._touched = True
         if todo:
             self._check_open()
-            self._land(cs, todo)
+            self._land(cs, todo, replay=replay)
         if not (replay and self.ledger.has(cs.id)):
             self.ledger.append(self._entry(cs, "landed", cs.ops))
         step("ledger.written")
@@ -254,17 +261,23 @@ class WriterSession:
                      ops=tuple(LedgerOp(op.path, record_id_of(op.path), op.op, op.before,
                                         op.after) for op in ops))
 
-    def _land(self, cs: ChangeSet, todo: Sequence[tuple[int, Op]]) -> None:
+    def _land(self, cs: ChangeSet, todo: Sequence[tuple[int, Op]], *,
+              replay: bool) -> None:
         """Install every op of ``todo`` together: stage them all, then, holding the
         visibility lock exclusively, check and install them in ONE fence transaction."""
         store = self.store
         staged: dict[int, StagedFile] = {}
+        checked: set[Path] = set()  # folders resolved once for the whole batch
         try:
             for index, op in todo:
                 if op.op == "write" and store.current_hash(store.abspath(op.path)) != op.after:
                     assert op.data is not None
-                    sf = store.stage(parse_record_bytes(op.data.encode("utf-8"), op.path),
-                                     durable=False)
+                    if replay:  # bytes from the journal: parsed, then staged canonically
+                        sf = store.stage(parse_record_bytes(op.data.encode("utf-8"),
+                                                            op.path), durable=False)
+                    else:  # bytes this session encoded from a record a moment ago
+                        sf = store.stage_bytes(op.path, op.data.encode("utf-8"),
+                                               durable=False, checked=checked)
                     if sf.sha256 != op.after:
                         store.discard(sf)
                         raise LeaseError(
