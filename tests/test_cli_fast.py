@@ -1,5 +1,5 @@
-"""The fast path (search, rebuild-index) parses exactly what typer parses, or leaves the
-command line to typer."""
+"""The fast path (search, rebuild-index, brief) parses exactly what typer parses, or
+leaves the command line to typer."""
 
 from __future__ import annotations
 
@@ -11,17 +11,19 @@ from hypothesis import strategies as st
 
 from conftest import make_record, run_cli, write_record
 from memidex.cli import commands
-from memidex.cli.fast import RebuildArgs, SearchArgs, parse_fast
+from memidex.cli import serve
+from memidex.cli.fast import BriefArgs, RebuildArgs, SearchArgs, parse_fast
 from memidex.cli.main import _typer
 
 
 def typer_parse(argv: list[str], monkeypatch: pytest.MonkeyPatch
-                ) -> SearchArgs | RebuildArgs | None:
+                ) -> SearchArgs | RebuildArgs | BriefArgs | None:
     """What the typer application hands the command body for ``argv`` (None: it refused,
     printed help, or ran another command)."""
-    seen: list[SearchArgs | RebuildArgs] = []
+    seen: list[SearchArgs | RebuildArgs | BriefArgs] = []
     monkeypatch.setattr(commands, "run_search", seen.append)
     monkeypatch.setattr(commands, "run_rebuild", seen.append)
+    monkeypatch.setattr(serve, "run_brief", seen.append)
     try:
         _typer(argv)
     except SystemExit:
@@ -33,7 +35,8 @@ _PLAIN_VALUES = st.sampled_from(["shop-web", "fact", "any", "el:button:*", "3", 
                                  "é", ""])
 _ODD_VALUES = st.sampled_from(["0", "-3", "=", "-", "--", "-x", "--json", "٣", "1e3", "+2"])
 _OPTIONS = st.sampled_from(["--product", "-p", "--kind", "-k", "--status", "-s", "--anchor",
-                            "-a", "--limit", "-n", "--jobs", "-j"])
+                            "-a", "--limit", "-n", "--jobs", "-j", "--at", "--budget",
+                            "--format", "-f"])
 
 
 @st.composite
@@ -51,13 +54,15 @@ _ODD_TOKENS = st.sampled_from([["--json=1"], ["--help"], ["-h"], ["--"], ["-"], 
 _PREFIX = st.sampled_from([[], [], ["--root", "/r"], ["--root=/r"], ["--root", "-x"],
                            ["--root=/a", "--root", "/b"], ["--version"], ["--json"]])
 _COMMAND = st.sampled_from([["knowledge", "search"]] * 5 + [["knowledge", "rebuild-index"]] * 3
+                           + [["brief"]] * 4
                            + [["knowledge", "list"], ["search"], ["knowledge"]])
 
 
 @st.composite
 def _argv(draw: st.DrawFn) -> list[str]:
     tokens = draw(st.lists(st.one_of(*[_option()] * 6,
-                                     st.sampled_from([["--json"], ["--all-products"]]),
+                                     st.sampled_from([["--json"], ["--all-products"],
+                                                      ["--explain"], ["--no-record"]]),
                                      _ODD_TOKENS), max_size=4))
     command = draw(_COMMAND)
     if command[-1] != "rebuild-index" or draw(st.integers(0, 9)) == 0:
@@ -66,7 +71,7 @@ def _argv(draw: st.DrawFn) -> list[str]:
     return [*draw(_PREFIX), *command, *sum(tokens, [])]
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=600, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(argv=_argv())
 def test_fast_path_parses_as_typer_does_or_declines(
         argv: list[str], monkeypatch: pytest.MonkeyPatch,
@@ -86,6 +91,9 @@ def test_fast_path_parses_as_typer_does_or_declines(
     ["knowledge", "search", "x", "--status=any", "--anchor", "el:*", "--all-products"],
     ["knowledge", "rebuild-index"],
     ["--root", "/r", "knowledge", "rebuild-index", "--jobs", "2", "--json"],
+    ["brief", "checkout-happy-path"],
+    ["--root", "/r", "brief", "t1", "-a", "page:/checkout", "--anchor=el:x:y", "--at", "7",
+     "--budget", "400", "--format", "json", "--explain", "--no-record"],
 ])
 def test_ordinary_searches_take_the_fast_path(argv: list[str],
                                               monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,9 +1,10 @@
-"""The start-up fast path for ``memidex knowledge search`` and ``knowledge
-rebuild-index``: the same commands without importing typer (~45 ms) or rich (~50 ms).
+"""The start-up fast path for ``memidex knowledge search``, ``knowledge rebuild-index``
+and ``memidex brief``: the same commands without importing typer (~45 ms) or rich
+(~50 ms).
 
-A search is what an agent runs before every step, so its start-up is most of its cost;
-a rebuild is timed end to end. :func:`parse_fast` understands only the plain spellings
-of these commands' options (``--opt value``, ``--opt=value``, ``-o value``); for
+A search is what an agent runs before every step and a brief before every test, so
+their start-up is most of their cost; a rebuild is timed end to end. :func:`parse_fast`
+understands only the plain spellings of these commands' options (``--opt value``, ``--opt=value``, ``-o value``); for
 anything else — ``--help``, an unknown option, a missing value, a bad number, ``--`` —
 it answers ``None`` and the typer application in :mod:`memidex.cli.commands` handles the
 command and its errors. A property test holds :func:`parse_fast` to typer's own parse of
@@ -20,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from memidex.app import Memidex
 
-__all__ = ["RebuildArgs", "SearchArgs", "open_memidex", "parse_fast", "rebuild_dict",
-           "run_fast", "run_rebuild", "run_search"]
+__all__ = ["BriefArgs", "RebuildArgs", "SearchArgs", "open_memidex", "parse_fast",
+           "rebuild_dict", "run_brief", "run_fast", "run_rebuild", "run_search"]
 
 
 @dataclass
@@ -49,6 +50,25 @@ class RebuildArgs:
     json_out: bool = False
 
 
+@dataclass
+class BriefArgs:
+    """The parameters of ``[--root R] brief TEST_ID [options]``."""
+
+    root: Path | None = None
+    test_id: str = ""
+    product: str | None = None
+    anchor: list[str] = field(default_factory=list)
+    at: int | None = None
+    budget: int | None = None
+    limit: int | None = None
+    fmt: str = "markdown"
+    explain: bool = False
+    no_record: bool = False
+    json_out: bool = False
+
+
+Args = SearchArgs | RebuildArgs | BriefArgs
+
 _MAX_COUNT = 2**63 - 1  # the largest whole number memidex takes (SQLite's)
 
 
@@ -62,6 +82,7 @@ class _Spec:
     repeated: tuple[str, ...] = ()
     counts: tuple[str, ...] = ()
     argument: str | None = None
+    ordinals: tuple[str, ...] = ()  # whole numbers >= 0 (typer refuses a malformed one)
 
 
 _SPECS = {
@@ -73,14 +94,22 @@ _SPECS = {
         repeated=("kind", "status", "anchor", "near"), counts=("limit",), argument="query"),
     "rebuild-index": _Spec(flags={"--json": "json_out"},
                            valued={"--jobs": "jobs", "-j": "jobs"}, counts=("jobs",)),
+    "brief": _Spec(
+        flags={"--explain": "explain", "--no-record": "no_record", "--json": "json_out"},
+        valued={"--product": "product", "-p": "product", "--anchor": "anchor",
+                "-a": "anchor", "--at": "at", "--budget": "budget", "--limit": "limit",
+                "-n": "limit", "--format": "fmt", "-f": "fmt"},
+        repeated=("anchor",), counts=("budget", "limit"), ordinals=("at",),
+        argument="test_id"),
 }
+_GROUPS = {"knowledge": ("search", "rebuild-index"), None: ("brief",)}
 
 
-def parse_fast(argv: Sequence[str]) -> SearchArgs | RebuildArgs | None:
+def parse_fast(argv: Sequence[str]) -> Args | None:
     """A fast-path command's parameters, or ``None`` to leave ``argv`` to typer."""
     root: Path | None = None
     i = 0
-    while i < len(argv) and argv[i] != "knowledge":
+    while i < len(argv) and argv[i] not in ("knowledge", "brief"):
         arg = argv[i]
         if arg == "--root" and i + 1 < len(argv) and not argv[i + 1].startswith("-"):
             root, i = Path(argv[i + 1]), i + 2
@@ -88,13 +117,17 @@ def parse_fast(argv: Sequence[str]) -> SearchArgs | RebuildArgs | None:
             root, i = Path(arg[len("--root="):]), i + 1
         else:
             return None
-    if argv[i : i + 1] != ["knowledge"] or i + 1 >= len(argv) or argv[i + 1] not in _SPECS:
+    if argv[i : i + 1] == ["brief"]:
+        command, i = "brief", i + 1
+    elif argv[i : i + 1] == ["knowledge"] and i + 1 < len(argv) and \
+            argv[i + 1] in _GROUPS["knowledge"]:
+        command, i = argv[i + 1], i + 2
+    else:
         return None
-    command = argv[i + 1]
     spec = _SPECS[command]
-    args: SearchArgs | RebuildArgs = SearchArgs() if command == "search" else RebuildArgs()
+    args: Args = (SearchArgs() if command == "search" else
+                  RebuildArgs() if command == "rebuild-index" else BriefArgs())
     args.root = root
-    i += 2
     argument: str | None = None
     while i < len(argv):
         arg = argv[i]
@@ -119,6 +152,11 @@ def parse_fast(argv: Sequence[str]) -> SearchArgs | RebuildArgs | None:
             if (not value.isascii() or not value.isdigit() or len(value) > 19
                     or not 1 <= int(value) <= _MAX_COUNT):
                 return None  # (typer parses it; the facade refuses a huge one, exit 2)
+            setattr(args, dest, int(value))
+        elif dest in spec.ordinals:
+            if not value.isascii() or not value.isdigit() or len(value) > 19 or \
+                    int(value) > _MAX_COUNT:
+                return None  # typer's to parse (a sign, a huge number: the facade refuses)
             setattr(args, dest, int(value))
         elif dest in spec.repeated:
             getattr(args, dest).append(value)
@@ -150,11 +188,38 @@ def open_memidex(root: Path | None, *, reading: bool = False, wait: float = 10.0
     return Memidex(root, wait=wait)
 
 
-def run_fast(args: SearchArgs | RebuildArgs) -> None:
+def run_fast(args: Args) -> None:
     if isinstance(args, SearchArgs):
         run_search(args)
+    elif isinstance(args, BriefArgs):
+        run_brief(args)
     else:
         run_rebuild(args)
+
+
+def run_brief(args: BriefArgs) -> None:
+    """``memidex brief``: the body both the fast path and typer run."""
+    import sys
+
+    from memidex.errors import UsageError
+
+    fmt = args.fmt
+    if fmt not in ("markdown", "json"):
+        raise UsageError(f"unknown --format {fmt!r}: use markdown or json")
+    if args.json_out:
+        fmt = "json"
+    with open_memidex(args.root, reading=True) as m:
+        result = m.brief(args.test_id, product=args.product, anchors=args.anchor,
+                         at=args.at, budget=args.budget, limit=args.limit,
+                         explain=args.explain, record=not args.no_record)
+    if fmt == "json":
+        from memidex.cli.render import print_json
+
+        print_json(result.as_dict())
+    else:
+        from memidex.serve.render import markdown
+
+        sys.stdout.write(markdown(result))
 
 
 def run_rebuild(args: RebuildArgs) -> None:

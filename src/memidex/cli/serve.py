@@ -4,13 +4,12 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
 
-from memidex.cli.base import JsonOpt, ProductOpt, app, memidex
-from memidex.errors import UsageError
+from memidex.cli.base import STATE, JsonOpt, ProductOpt, app
+from memidex.cli.fast import BriefArgs, run_brief
 
 __all__: list[str] = []
 
@@ -55,18 +54,5 @@ def brief(
     status, candidate, title, body, anchors, trust, tokens, reasons}], withheld, budget,
     notes} (docs/schemas/brief.schema.json).
     """
-    if fmt not in ("markdown", "json"):
-        raise UsageError(f"unknown --format {fmt!r}: use markdown or json")
-    if json_out:
-        fmt = "json"
-    with memidex(reading=True) as m:
-        result = m.brief(test_id, product=product, anchors=anchor or (), at=at,
-                         budget=budget, limit=limit, explain=explain, record=not no_record)
-    if fmt == "json":
-        from memidex.cli.render import print_json
-
-        print_json(result.as_dict())
-    else:
-        from memidex.serve.render import markdown
-
-        sys.stdout.write(markdown(result))
+    run_brief(BriefArgs(STATE.root, test_id, product, list(anchor or ()), at, budget, limit,
+                        fmt, explain, no_record, json_out))
