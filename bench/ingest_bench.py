@@ -115,7 +115,7 @@ def ingest_figures(exe: str, tmp: Path, corpus: Path | None, repeat: int = 3
     out: dict[str, Any] = {"records_written": len(files), "add_empty": sorted(adds),
                            "confirm_empty": sorted(confirms), "raw": sorted(raws)}
     if corpus is not None:
-        out["confirm_corpus"] = [_corpus_case(exe, corpus, first, second)]
+        out["confirm_corpus"] = [_corpus_case(exe, corpus.resolve(), first, second)]
     return out
 
 
