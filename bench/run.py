@@ -624,6 +624,9 @@ def main(argv: list[str] | None = None) -> int:
                           target=("<= 1 s", 1.0)))
 
         # --- serving: brief in process and end to end, and over MCP (docs/brief.md) ------
+        if not args.no_git:  # the review figure rewrote files: git's own index is stale
+            subprocess.run(["git", "update-index", "-q", "--refresh"], cwd=corpus,
+                           capture_output=True, check=False)  # as the next `git status`
         for script in ("brief_bench.py", "mcp_bench.py"):
             note(f"{script} on the corpus")
             done = subprocess.run([py, str(BENCH / script), "--corpus", str(corpus), "--n",
