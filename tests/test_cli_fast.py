@@ -10,8 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import make_record, run_cli, write_record
-from memidex.cli import commands
-from memidex.cli import serve
+from memidex.cli import commands, serve
 from memidex.cli.fast import BriefArgs, RebuildArgs, SearchArgs, parse_fast
 from memidex.cli.main import _typer
 

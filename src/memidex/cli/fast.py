@@ -4,11 +4,11 @@ and ``memidex brief``: the same commands without importing typer (~45 ms) or ric
 
 A search is what an agent runs before every step and a brief before every test, so
 their start-up is most of their cost; a rebuild is timed end to end. :func:`parse_fast`
-understands only the plain spellings of these commands' options (``--opt value``, ``--opt=value``, ``-o value``); for
-anything else — ``--help``, an unknown option, a missing value, a bad number, ``--`` —
-it answers ``None`` and the typer application in :mod:`memidex.cli.commands` handles the
-command and its errors. A property test holds :func:`parse_fast` to typer's own parse of
-the same arguments.
+understands only the plain spellings of these commands' options (``--opt value``,
+``--opt=value``, ``-o value``); for anything else — ``--help``, an unknown option, a
+missing value, a bad number, ``--`` — it answers ``None`` and the typer application in
+:mod:`memidex.cli.commands` handles the command and its errors. A property test holds
+:func:`parse_fast` to typer's own parse of the same arguments.
 """
 
 from __future__ import annotations
