@@ -74,6 +74,7 @@ RANK = {
     "serve": 6.2,  # briefs (issue 12): rank records from the index, runs and trust
     "review": 6.5,  # git-native review and the secret scan: read records and the store
     "app": 7,
+    "app_runs": 6.9,  # the facade's learning methods (a mixin of app.Memidex)
     # `memidex mcp` (issue 12): MCP tools and resources over one facade; only the `mcp`
     # command imports it, and only it imports the MCP SDK
     "mcpserver": 7.2,
