@@ -167,7 +167,7 @@ class RunsMixin:
         (:mod:`memidex.runs.rollback`)."""
         from dataclasses import replace as _replace
 
-        from memidex.runs.ingest import Proposals
+        from memidex.runs.ingest import Proposals, refold_tests
         from memidex.runs.rollback import plan_rollback
         from memidex.runs.store import RunStore
         from memidex.write.route import refuse_under_daemon
@@ -176,14 +176,25 @@ class RunsMixin:
         runs = RunStore(self.config)
         known = runs.raw(run_id) is not None
         plan = plan_rollback(self.store, run_id, cascade=cascade, known_run=known)
-        done = self._apply(list(plan.changes), "knowledge rollback", refuse_daemon=True)
         queue = Proposals(self.store)
-        for rid in plan.runs:
-            result = runs.result(rid)
-            if result is not None:
-                runs.save_result(_replace(result, rolled_back=True))
-                for pid in result.proposals:
-                    queue.remove(pid)
+
+        def settle(_session: WriterSession) -> None:
+            """Still under the lease: the runs are marked rolled back, their proposals
+            dropped, and the tests file folded again without them (their passes and
+            misses no longer count)."""
+            products = set()
+            for rid in plan.runs:
+                result = runs.result(rid)
+                if result is not None:
+                    runs.save_result(_replace(result, rolled_back=True))
+                    products.add(result.product)
+                    for pid in result.proposals:
+                        queue.remove(pid)
+            for product in sorted(products):
+                refold_tests(self.config, product)
+
+        done = self._apply(list(plan.changes), "knowledge rollback", refuse_daemon=True,
+                           after=settle)
         return {"run_id": run_id, "runs": list(plan.runs), "restored": list(plan.restored),
                 "removed": list(plan.removed), "changed": sum(1 for d in done if d)}
 

@@ -49,7 +49,8 @@ from memidex.store.files import Store
 from memidex.store.fsio import atomic_write, dump_json, read_json
 from memidex.store.ordinals import ordinals_path, read_ordinals
 
-__all__ = ["IngestResult", "Proposal", "Proposals", "ingest_run", "prepare_run"]
+__all__ = ["IngestResult", "Proposal", "Proposals", "count_missing", "fold_run", "ingest_run",
+           "prepare_run", "refold_tests"]
 
 MAX_PASSED_BUILDS = 20
 
@@ -402,34 +403,15 @@ class _Ingest:
     def _deprecations(self, run: Run, n: int, plan: _Plan,
                       touched: dict[str, Decision]) -> None:
         """Facts a passing test taught whose anchor its latest passing runs no longer
-        reach: deprecated after ``deprecate_after_runs`` such runs."""
-        for test in run.tests:
-            if test.verdict != "pass":
+        reach: deprecated after ``deprecate_after_runs`` such runs (:func:`count_missing`)."""
+        for rid in count_missing(plan.tests, run, self.settings.deprecate_after_runs,
+                                 set(touched)):
+            record, sha, _problem = _read_record(self.store, "fact", rid)
+            if record is None or record.status not in ("candidate", "active") or \
+                    n <= record.valid.from_:
                 continue
-            state = plan.tests.get(test.test_id)
-            if state is None or not state.taught:
-                continue
-            seen = {f"test:{test.test_id}", *test.anchors}
-            for s in test.steps:
-                seen.update(s.anchors)
-                if s.target:
-                    seen.add(s.target)
-            for rid, anchor in sorted(state.taught.items()):
-                if anchor in seen:
-                    state.missing.pop(rid, None)
-                    continue
-                missed = state.missing.get(rid, 0) + 1
-                state.missing[rid] = missed
-                if missed < self.settings.deprecate_after_runs or rid in touched:
-                    continue
-                record, sha, _problem = _read_record(self.store, "fact", rid)
-                state.taught.pop(rid, None)
-                state.missing.pop(rid, None)
-                if record is None or record.status not in ("candidate", "active") or \
-                        n <= record.valid.from_:
-                    continue
-                touched[rid] = Decision("deprecate", rid, deprecate(record, n), record,
-                                        expected=sha)
+            touched[rid] = Decision("deprecate", rid, deprecate(record, n), record,
+                                    expected=sha)
 
     def _missing_citations(self, touched: Mapping[str, Decision],
                            held: dict[str, str]) -> None:
@@ -451,23 +433,88 @@ class _Ingest:
 
     def _fold_tests(self, run: Run, n: int, plan: _Plan,
                     candidates: Sequence[Candidate]) -> None:
-        taught: dict[str, dict[str, str]] = {}
-        for c in candidates:
-            if c.kind == "fact":
-                taught.setdefault(c.test_id, {})[subject_id(c, run.product)] = c.anchor
-        for test in run.tests:
-            state = plan.tests.setdefault(test.test_id, TestState())
-            state.anchors.update(test.anchors)
-            for s in test.steps:
-                state.anchors.update(s.anchors)
-                if s.target:
-                    state.anchors.add(s.target)
-            state.last_ordinal = max(state.last_ordinal, n)
-            state.runs += 1
-            if test.verdict == "pass" and run.build_tag:
-                builds = [b for b in state.passed_builds if b != run.build_tag]
-                state.passed_builds = [*builds, run.build_tag][-MAX_PASSED_BUILDS:]
-            state.taught.update(taught.get(test.test_id, {}))
+        fold_run(plan.tests, run, n, candidates)
+
+
+def count_missing(tests: dict[str, TestState], run: Run, after: int,
+                  touched: set[str]) -> list[str]:
+    """For each passing test of ``run``: the facts it taught whose anchor it no longer
+    reached count one more missed run (one it reached is reset); the ids of those that
+    reach ``after`` missed runs are returned (and no longer tracked) — unless the run
+    itself changes them (``touched``). Pure: updates ``tests`` in place."""
+    due: list[str] = []
+    for test in run.tests:
+        if test.verdict != "pass":
+            continue
+        state = tests.get(test.test_id)
+        if state is None or not state.taught:
+            continue
+        seen = {f"test:{test.test_id}", *test.anchors}
+        for s in test.steps:
+            seen.update(s.anchors)
+            if s.target:
+                seen.add(s.target)
+        for rid, anchor in sorted(state.taught.items()):
+            if anchor in seen:
+                state.missing.pop(rid, None)
+                continue
+            missed = state.missing.get(rid, 0) + 1
+            state.missing[rid] = missed
+            if missed < after or rid in touched:
+                continue
+            state.taught.pop(rid, None)
+            state.missing.pop(rid, None)
+            due.append(rid)
+    return due
+
+
+def fold_run(tests: dict[str, TestState], run: Run, n: int,
+             candidates: Sequence[Candidate]) -> None:
+    """Fold run ``n`` into the tests file's state: each test's anchors, last ordinal, run
+    count, the builds it passed on, the facts it taught. Pure: updates ``tests``."""
+    taught: dict[str, dict[str, str]] = {}
+    for c in candidates:
+        if c.kind == "fact":
+            taught.setdefault(c.test_id, {})[subject_id(c, run.product)] = c.anchor
+    for test in run.tests:
+        state = tests.setdefault(test.test_id, TestState())
+        state.anchors.update(test.anchors)
+        for s in test.steps:
+            state.anchors.update(s.anchors)
+            if s.target:
+                state.anchors.add(s.target)
+        state.last_ordinal = max(state.last_ordinal, n)
+        state.runs += 1
+        if test.verdict == "pass" and run.build_tag:
+            builds = [b for b in state.passed_builds if b != run.build_tag]
+            state.passed_builds = [*builds, run.build_tag][-MAX_PASSED_BUILDS:]
+        state.taught.update(taught.get(test.test_id, {}))
+
+
+def refold_tests(config: Config, product: str) -> int:
+    """Rebuild ``product``'s tests file from the runs that stand (done, not rolled back),
+    in ordinal order — after a rollback, so a rolled-back run no longer counts as a pass
+    on its build or towards a deprecation. Returns how many runs were folded. (A fact a
+    run both changed and found missing is counted as if the run had not changed it.)"""
+    from memidex.runs.evidence import build_run
+
+    runs = RunStore(config)
+    settings = LearningSettings.from_config(config.learning, config.promotion)
+    tests: dict[str, TestState] = {}
+    last = 0
+    folded = 0
+    for result in runs.results(product):
+        raw = runs.raw(result.run_id)
+        if not result.done or result.rolled_back or raw is None:
+            continue
+        run = build_run(raw["run"])
+        analysis = raw.get("analysis") or {}
+        count_missing(tests, run, settings.deprecate_after_runs, set())
+        fold_run(tests, run, result.ordinal, project(run, analysis))
+        last = max(last, result.ordinal)
+        folded += 1
+    runs.save_tests(product, tests, ordinal=max(last, runs.tests_ordinal(product)))
+    return folded
 
 
 def _invalid(store: Store, record: Record | None) -> str | None:
