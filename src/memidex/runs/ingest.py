@@ -337,7 +337,8 @@ class _Ingest:
                     or d.op == "supersede"
                     or existing is not None and existing.written_by == "template"):
                 d = replace(d, record=self._reword(run.run_id, c, d.record))
-            touched[rid] = replace(d, expected=sha)
+            d = replace(d, expected=sha)
+            touched[rid] = d
             if c.self_contradiction and d.record is not None:
                 held[rid] = ("contradicts its own anchors: the same run both verified and "
                              f"failed `{c.evidence.check}` on {c.anchor}")

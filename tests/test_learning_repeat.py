@@ -1,0 +1,35 @@
+"""The same app-bug failure in two runs: the second confirms the unknown it raised and
+counts one more contradiction on the fact (it once lost the unknown's content hash and
+refused to write, exit 3)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import REPO_ROOT, run_cli
+
+RUNS = REPO_ROOT / "examples/runs"
+UNKNOWN = "unknown-el-button-place-order-ad642770aef0ab5d"
+FACT = "fact-el-button-place-order-b9ec294f56697d9c"
+
+
+def _json(repo: Path, *args: str) -> dict:  # type: ignore[type-arg]
+    return json.loads(run_cli(repo, *args, "--json", check=True).stdout)
+
+
+def test_a_repeated_app_bug_confirms_its_unknown_and_counts_again(repo: Path) -> None:
+    for name in ("r-0051", "r-0052", "r-0057"):
+        _json(repo, "runs", "ingest", str(RUNS / f"{name}.json"))
+    fact = _json(repo, "knowledge", "show", FACT)
+    assert fact["trust"]["contradictions"] == 1
+    again = json.loads((RUNS / "r-0057.json").read_text(encoding="utf-8"))
+    again["run_id"] = "r-0057b"
+    path = repo / "r-0057b.json"
+    path.write_text(json.dumps(again), encoding="utf-8")
+    out = _json(repo, "runs", "ingest", str(path))
+    ops = {c["id"]: c for c in out["changes"]}
+    assert ops[UNKNOWN]["op"] == "unknown" and ops[UNKNOWN]["contradicts"] == [FACT]
+    unknown = _json(repo, "knowledge", "show", UNKNOWN)
+    assert unknown["trust"]["confirmations"] == 2
+    assert _json(repo, "knowledge", "show", FACT)["trust"]["contradictions"] == 2
