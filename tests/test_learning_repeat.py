@@ -33,3 +33,15 @@ def test_a_repeated_app_bug_confirms_its_unknown_and_counts_again(repo: Path) ->
     unknown = _json(repo, "knowledge", "show", UNKNOWN)
     assert unknown["trust"]["confirmations"] == 2
     assert _json(repo, "knowledge", "show", FACT)["trust"]["contradictions"] == 2
+
+
+def test_a_symlinked_run_store_is_refused_and_nothing_lands_outside(repo: Path,
+                                                                    tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (repo / ".agent-qa").mkdir(exist_ok=True)
+    (repo / ".agent-qa/runs").symlink_to(outside)
+    out = run_cli(repo, "runs", "ingest", str(RUNS / "r-0051.json"))
+    assert out.returncode == 4 and "symlink" in out.stderr and "Traceback" not in out.stderr
+    assert list(outside.iterdir()) == []
+    assert not list((repo / "agent-qa-knowledge/memory/records").rglob("*.md"))

@@ -27,7 +27,7 @@ from typing import Any
 from memidex.config import Config
 from memidex.errors import InvalidInputError
 from memidex.runs.evidence import RUN_ID_PATTERN, Run, parse_run
-from memidex.store.fsio import atomic_write, dump_json, read_json
+from memidex.store.fsio import atomic_write, dump_json, read_json, refuse_symlink
 
 __all__ = ["FrozenRun", "RunResult", "RunStore", "TestState", "runs_dir"]
 
@@ -121,6 +121,7 @@ class RunStore:
 
     def __init__(self, config: Config) -> None:
         self.dir = runs_dir(config)
+        refuse_symlink(self.dir)  # frozen runs are never written through a link elsewhere
 
     def path(self, run_id: str) -> Path:
         if not _RUN_ID_RE.fullmatch(run_id):
