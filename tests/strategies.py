@@ -243,6 +243,7 @@ def records(draw: st.DrawFn) -> Record:
         contradicts=draw(_id_tuple()),
     )
     history, valid = draw(_versions(anchor))
+    evidence = tuple(draw(st.lists(evidence_items(), max_size=3)))
     return Record(
         id=record_id(kind, anchor, product, scope_map),
         kind=kind,
@@ -255,9 +256,11 @@ def records(draw: st.DrawFn) -> Record:
         trust=trust,
         valid=valid,
         relations=relations,
-        evidence=tuple(draw(st.lists(evidence_items(), max_size=3))),
+        evidence=evidence,
         history=history,
         body=draw(_body()),
+        written_by=draw(st.sampled_from([None, None, "template", "model"])),
+        evidence_total=draw(st.none() | st.integers(len(evidence), 2**63 - 1)),
     )
 
 

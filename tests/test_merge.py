@@ -49,6 +49,25 @@ def test_confirmations_from_both_sides_add_up_and_evidence_is_united() -> None:
     assert [e.run for e in result.record.evidence] == ["r-0041", "r-0042", "r-0043", "r-0044"]
 
 
+def test_capped_evidence_merges_into_a_valid_record_with_its_total() -> None:
+    # Each side kept only its last items (the curator's cap) and counted the rest: the
+    # union may hold more items than either side's count said; the merge stays valid.
+    base = replace(_base(), evidence_total=5, written_by="template")
+    ours = replace(_confirmed(base, "r-0042", 42), evidence_total=6)
+    theirs = replace(_confirmed(base, "r-0043", 43), evidence_total=6,
+                     title="Place order needs the terms box", written_by="model")
+    result = merge_records(base, ours, theirs)
+    assert result.clean and result.record is not None
+    merged = result.record
+    assert merged.evidence_total == 7 and len(merged.evidence) == 3
+    assert merged.written_by == "model"  # the wording kept is theirs
+    assert parse_record(dump_record(merged), "x.md") == merged  # loads back: valid
+    # With no count on either side, the union is all of it: no total is written.
+    plain = merge_records(_base(), _confirmed(_base(), "r-0042", 42),
+                          _confirmed(_base(), "r-0043", 43)).record
+    assert plain is not None and plain.evidence_total is None
+
+
 def test_anchor_and_relation_removals_are_honoured() -> None:
     base = replace(_base(), anchors=("page:/checkout", "test:a"),
                    relations=Relations(cites=("fact-x-0000000000000000",)))

@@ -327,11 +327,34 @@ def merge_records(base: Record | None, ours: Record, theirs: Record) -> MergeRes
         history = _age_history(history, older.valid.from_, older, base)
     merged = replace(ours, status=status, anchors=anchors, title=title, body=body,
                      trust=trust, valid=valid, relations=relations,
-                     evidence=evidence, history=history)
+                     evidence=evidence, history=history,
+                     written_by=_written_by(ours, theirs, title, body),
+                     evidence_total=_evidence_total(base, ours, theirs, len(evidence)))
     if c.fields:
         merged = replace(merged, title=ours.title,
                          body=_marked_body(ours, theirs, c.fields))
     return MergeResult(merged, tuple(c.fields))
+
+
+def _written_by(ours: Record, theirs: Record, title: str, body: str) -> str | None:
+    """Who worded the merged record: the side whose title and body it keeps (ours when
+    both, or neither, do)."""
+    if (ours.title, ours.body) != (title, body) and (theirs.title, theirs.body) == (
+            title, body):
+        return theirs.written_by
+    return ours.written_by
+
+
+def _evidence_total(base: Record | None, ours: Record, theirs: Record,
+                    kept: int) -> int | None:
+    """How many evidence items the merged record has seen: the base's count plus both
+    sides' increments, never fewer than the items kept; None when that is all of them."""
+    def total(r: Record) -> int:
+        return r.evidence_total if r.evidence_total is not None else len(r.evidence)
+
+    start = total(base) if base is not None else 0
+    seen = start + (total(ours) - start) + (total(theirs) - start)
+    return seen if seen > kept else None
 
 
 def _marked_body(ours: Record, theirs: Record, fields: Sequence[str]) -> str:
