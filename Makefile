@@ -43,10 +43,11 @@ lint: $(STAMP)
 bench: $(STAMP) bytecode
 	$(BIN)/python bench/run.py --n $(N)
 
-## docs: regenerate docs/cli.md from --help and the diagram in docs/architecture.md (tests check both)
+## docs: regenerate docs/cli.md, the diagram in docs/architecture.md and the MCP tools' output schemas (tests check all three)
 docs: $(STAMP)
 	$(BIN)/python scripts/gen_cli_docs.py
 	$(BIN)/python scripts/import_graph.py --write
+	$(BIN)/python scripts/gen_mcp_schemas.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

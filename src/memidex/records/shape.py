@@ -45,7 +45,8 @@ def summary_of(r: Record, path: str) -> dict[str, Any]:
 
 def record_dict(r: Record, path: str) -> dict[str, Any]:
     """Everything a record holds: :func:`summary_of` plus scope, body, relations,
-    evidence (each item as written) and history (each version's window, title, body,
+    evidence (each item as written, and how many it has seen: ``evidence_total``), who
+    worded it (``written_by``: ``template``, ``model`` or null for a person) and history (each version's window, title, body,
     status, anchors and trust). ``anchors`` is every anchor, main first, as in a listing
     row."""
     out = summary_of(r, path)
@@ -55,6 +56,9 @@ def record_dict(r: Record, path: str) -> dict[str, Any]:
         "relations": {"supersedes": list(rel.supersedes), "superseded_by": rel.superseded_by,
                       "cites": list(rel.cites), "contradicts": list(rel.contradicts)},
         "evidence": [dict(e) for e in r.evidence],
+        "evidence_total": (r.evidence_total if r.evidence_total is not None
+                           else len(r.evidence)),
+        "written_by": r.written_by,
         "history": [_version(r, h) for h in r.history],
     })
     return out
