@@ -46,9 +46,9 @@ def summary_of(r: Record, path: str) -> dict[str, Any]:
 def record_dict(r: Record, path: str) -> dict[str, Any]:
     """Everything a record holds: :func:`summary_of` plus scope, body, relations,
     evidence (each item as written, and how many it has seen: ``evidence_total``), who
-    worded it (``written_by``: ``template``, ``model`` or null for a person) and history (each version's window, title, body,
-    status, anchors and trust). ``anchors`` is every anchor, main first, as in a listing
-    row."""
+    worded it (``written_by``: ``template``, ``model`` or null for a person) and history
+    (each version's window, title, body, status, anchors and trust). ``anchors`` is every
+    anchor, main first, as in a listing row."""
     out = summary_of(r, path)
     rel = r.relations
     out.update({
