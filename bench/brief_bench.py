@@ -35,7 +35,10 @@ import run  # noqa: E402
 NEXT = 501
 
 
-def _setup(corpus: Path, n: int, seed: int, tests: int) -> list[str]:
+def _setup(corpus: Path, n: int, seed: int, tests: int, prefix: str = "bench-test"
+           ) -> list[str]:
+    """Give the product a next ordinal and ``tests`` tests with anchors from the corpus's
+    anchor pool (seeded), so each brief ranks real records; their names."""
     from memidex.config import load_config
     from memidex.runs.store import RunStore, TestState
 
@@ -44,8 +47,8 @@ def _setup(corpus: Path, n: int, seed: int, tests: int) -> list[str]:
     (state / "build-ordinals.json").write_text(json.dumps(
         {"products": {gen_corpus.DEFAULT_PRODUCT: {"next": NEXT, "builds": {}}}}))
     pool = gen_corpus.anchor_pool(seed, max(20, n // 5))
-    rng = random.Random(f"brief-tests:{seed}")
-    names = [f"bench-test-{i:04d}" for i in range(tests)]
+    rng = random.Random(f"{prefix}:{seed}")
+    names = [f"{prefix}-{i:04d}" for i in range(tests)]
     RunStore(load_config(corpus)).save_tests(gen_corpus.DEFAULT_PRODUCT, {
         name: TestState(anchors=set(rng.sample(pool, rng.randint(4, 12))),
                         last_ordinal=NEXT - 1, runs=5) for name in names})

@@ -26,9 +26,7 @@ anchors). It prints, each measured in this run:
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import random
 import shutil
 import sys
 import time
@@ -45,22 +43,10 @@ NEXT = 501  # the next run ordinal: past every generated record's start
 
 
 def _setup(corpus: Path, n: int, seed: int, tests: int) -> list[str]:
-    """Give the product a next ordinal and ``tests`` tests with anchors from the corpus's
-    anchor pool (seeded), so each brief ranks real records; their names."""
-    from memidex.config import load_config
-    from memidex.runs.store import RunStore, TestState
+    """The brief benchmark's set-up (:func:`brief_bench._setup`), with tests of its own."""
+    from brief_bench import _setup as setup
 
-    state = corpus / ".agent-qa"
-    state.mkdir(exist_ok=True)
-    (state / "build-ordinals.json").write_text(json.dumps(
-        {"products": {gen_corpus.DEFAULT_PRODUCT: {"next": NEXT, "builds": {}}}}))
-    pool = gen_corpus.anchor_pool(seed, max(20, n // 5))
-    rng = random.Random(f"mcp-tests:{seed}")
-    names = [f"mcp-test-{i:04d}" for i in range(tests)]
-    RunStore(load_config(corpus)).save_tests(gen_corpus.DEFAULT_PRODUCT, {
-        name: TestState(anchors=set(rng.sample(pool, rng.randint(4, 12))),
-                        last_ordinal=NEXT - 1, runs=5) for name in names})
-    return names
+    return setup(corpus, n, seed, tests, prefix="mcp-test")
 
 
 async def _measure(exe: str, corpus: Path, names: list[str], queries: list[str]
