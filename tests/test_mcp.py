@@ -36,14 +36,17 @@ def _cli(root: Path, *args: str) -> dict[str, Any]:
 
 
 def _docs_result(tool: str) -> dict[str, Any]:
-    """The output schema a tool must publish: its command's result in docs/schemas/."""
-    name = {"runs_ingest": "runs-ingest", "proposals_accept": "proposals",
-            "proposals_reject": "proposals"}.get(tool, tool)
-    result: dict[str, Any] = json.loads((SCHEMAS / f"{name}.schema.json").read_text(
-        encoding="utf-8"))["$defs"]["result"]
-    if name == "proposals":  # one schema for the listing, one for a decision
-        result = {**result["oneOf"][0 if tool == "proposals" else 1], "not": result["not"]}
-    return {**result, "type": "object"}
+    """The output schema a tool must publish: its command's result in docs/schemas/, as
+    scripts/gen_mcp_schemas.py (`make docs`) derives it."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "gen_mcp_schemas", REPO_ROOT / "scripts/gen_mcp_schemas.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    result: dict[str, Any] = module.result_schema(tool)
+    return result
 
 
 @pytest.fixture
