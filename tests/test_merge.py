@@ -160,7 +160,9 @@ def _edited(draw: st.DrawFn, base: Record) -> Record:
     if draw(st.booleans()):
         r = replace(r, evidence=(*r.evidence, Evidence(run=f"r-{draw(st.integers(0, 99))}",
                                                        test="t", step=draw(st.integers(0, 3)),
-                                                       observed="seen")))
+                                                       observed="seen")),
+                    evidence_total=None if r.evidence_total is None else min(
+                        r.evidence_total + 1, 2**63 - 1))
     if draw(st.booleans()):
         r = replace(r, status=draw(st.sampled_from(
             ["candidate", "active", "superseded", "deprecated", "quarantined"])))
