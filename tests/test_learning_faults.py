@@ -204,16 +204,21 @@ def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_bytes(
     full = time.monotonic() - t0
     rng = random.Random(20261130)
     kills = 0
-    for _ in range(6):
+    for _ in range(10):  # until four kills landed, or an attempt finished the ingest
         proc = subprocess.Popen([sys.executable, "-m", "memidex", "--root", str(b), "runs",
                                  "ingest", str(second)], cwd=b, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE)
-        time.sleep(rng.uniform(0.05, max(0.3, full)))
+        time.sleep(rng.uniform(0.05, max(0.3, 0.8 * full)))
         proc.send_signal(signal.SIGKILL)
         _out, err = proc.communicate()
         assert b"Traceback" not in err, err.decode()
-        kills += proc.returncode == -signal.SIGKILL
-    assert kills >= 3, "the ingest finished before most kills: nothing was tested"
+        if proc.returncode == 0:
+            break  # this attempt finished what the killed ones began
+        assert proc.returncode == -signal.SIGKILL, err.decode()
+        kills += 1
+        if kills == 4:
+            break
+    assert kills >= 2, "the ingest finished before the kills: nothing was tested"
     done = cli_json(b, "runs", "ingest", str(second))
     assert done["ordinal"] == 2
     assert records(a) == records(b)
