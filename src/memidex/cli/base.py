@@ -22,8 +22,9 @@ __all__ = ["STATE", "AllProductsOpt", "AnchorOpt", "IdArg", "JsonOpt", "KindOpt"
 
 app = typer.Typer(
     name="memidex",
-    help="A git-native knowledge store for AI testing agents: committed records, a derived "
-    "SQLite index, search and health checks. Records live in "
+    help="A git-native knowledge store for AI testing agents: committed records learned "
+    "from test runs (runs ingest), a brief for each test (brief), a derived SQLite index, "
+    "search and health checks. Records live in "
     "agent-qa-knowledge/memory/records/; the index is derived and always safe to delete. "
     "With --json every command prints one JSON object on stdout (docs/schemas/); an error "
     "prints {\"error\": {code, message, hint, exit_code}} there as well as one error: line "
@@ -35,7 +36,8 @@ app = typer.Typer(
 )
 knowledge = typer.Typer(
     help="Records: search, show, list, check, add, curate (confirm, supersede, deprecate, "
-    "quarantine, release, purge) and rebuild the index.",
+    "quarantine, release, purge), what runs taught (diff, proposals, rollback), review a "
+    "branch and rebuild the index.",
     no_args_is_help=True,
 )
 app.add_typer(knowledge, name="knowledge")
