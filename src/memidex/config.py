@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -19,8 +19,11 @@ __all__ = [
     "CONFIG_FILE",
     "Config",
     "DEFAULT_HALF_LIFE_RUNS",
+    "check_keys",
     "find_root",
+    "fraction",
     "load_config",
+    "whole_number",
 ]
 
 CONFIG_FILE = "memidex.toml"
@@ -99,6 +102,38 @@ _STR_KEYS = {
     "secrets_file",
     "model_cache_dir",
 }
+
+
+# --- the keys of a table section ([promotion], [learning], [brief]): one set of checks
+
+def check_keys(section: str, table: Mapping[str, Any], keys: Iterable[str]) -> None:
+    """A ConfigError naming the first key of ``table`` that is not one of ``keys``."""
+    known = sorted(keys)
+    unknown = sorted(set(table) - set(known))
+    if unknown:
+        raise ConfigError(f"[{section}]: unknown key `{unknown[0]}` (keys: "
+                          f"{', '.join(known)})")
+
+
+def whole_number(section: str, table: Mapping[str, Any], key: str, default: int, *,
+                 least: int, most: int = 2**63 - 1) -> int:
+    """``table[key]`` (``default`` when absent): a whole number from ``least`` to ``most``,
+    else a ConfigError."""
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
+        bound = f">= {least}" if most == 2**63 - 1 else f"from {least} to {most}"
+        raise ConfigError(f"[{section}]: `{key}` must be a whole number {bound}, "
+                          f"got {value!r}")
+    return value
+
+
+def fraction(section: str, table: Mapping[str, Any], key: str, default: float) -> float:
+    """``table[key]`` (``default`` when absent): a number from 0 to 1, else a ConfigError."""
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise ConfigError(f"[{section}]: `{key}` must be a number from 0 to 1, got "
+                          f"{value!r}")
+    return float(value)
 
 
 def find_root(start: Path | None = None) -> Path:

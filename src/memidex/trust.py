@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, Literal
 
+from memidex.config import check_keys, whole_number
 from memidex.errors import ConfigError, InvalidInputError
 from memidex.records.model import MAX_ORDINAL, Record, Trust
 from memidex.records.vocab import SOURCES
@@ -193,20 +194,9 @@ class PromotionPolicy:
     @classmethod
     def from_config(cls, table: Mapping[str, Any]) -> PromotionPolicy:
         """Read ``Config.promotion``; an unknown key or a bad value is a ConfigError."""
-        unknown = sorted(set(table) - {"min_confirmations", "max_contradictions"})
-        if unknown:
-            raise ConfigError(f"[promotion]: unknown key `{unknown[0]}` "
-                              "(keys: min_confirmations, max_contradictions)")
-        values: dict[str, int] = {}
-        for key, default, least in (("min_confirmations", 2, 1),
-                                    ("max_contradictions", 0, 0)):
-            value = table.get(key, default)
-            if isinstance(value, bool) or not isinstance(value, int) or \
-                    not least <= value <= MAX_ORDINAL:
-                raise ConfigError(f"[promotion]: `{key}` must be a whole number "
-                                  f">= {least}, got {value!r}")
-            values[key] = value
-        return cls(**values)
+        check_keys("promotion", table, ("min_confirmations", "max_contradictions"))
+        return cls(whole_number("promotion", table, "min_confirmations", 2, least=1),
+                   whole_number("promotion", table, "max_contradictions", 0, least=0))
 
 
 DEFAULT_PROMOTION = PromotionPolicy()

@@ -12,35 +12,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from memidex.index.db import IndexDB, translating
+from memidex.index.query import VersionRow
 from memidex.records.model import Policy
 
-__all__ = ["BriefRow", "anchor_hits", "citations", "known_product", "policies",
+__all__ = ["anchor_hits", "citations", "known_product", "policies",
            "products", "version_texts", "versions_of"]
-
-
-@dataclass(frozen=True, slots=True)
-class BriefRow:
-    """One version of one record (the current one or an earlier one from its history)."""
-
-    rowid: int
-    version: int
-    current: bool
-    id: str
-    product: str
-    kind: str
-    status: str  # this version's status (the record's own for the current version)
-    valid_from: int
-    valid_until: int | None
-    title: str
-    body: str
-    anchors: tuple[str, ...]  # main anchor first
-    source: str
-    confirmations: int
-    contradictions: int
-    last_confirmed: int | None
 
 
 def _keys(values: Iterable[object]) -> str:
@@ -66,11 +44,11 @@ _VERSION_COLS = ("id, product, kind, status, valid_from, valid_until, anchors, s
 
 
 @translating
-def versions_of(db: IndexDB, rowids: Iterable[int]) -> list[BriefRow]:
+def versions_of(db: IndexDB, rowids: Iterable[int]) -> list[VersionRow]:
     """Every version of the records ``rowids`` name: the current one (the record's row)
     and the earlier ones (``history_versions``), by rowid then version — without their
-    text (``title`` and ``body`` empty: :func:`version_texts` reads those that are
-    served)."""
+    text or path (``title``, ``body`` and ``path`` empty: :func:`version_texts` reads the
+    text of those that are served)."""
     keys = _keys(rowids)
     if keys == "[]":
         return []
@@ -82,8 +60,8 @@ def versions_of(db: IndexDB, rowids: Iterable[int]) -> list[BriefRow]:
         " FROM history_versions WHERE record_rowid IN (SELECT value FROM json_each(?1))"
         " ORDER BY 1, 2"
     )
-    return [BriefRow(t[0], t[1], bool(t[2]), t[3], t[4], t[5], t[6], t[7], t[8], "", "",
-                     tuple(t[9].split("\n")), t[10], t[11], t[12], t[13])
+    return [VersionRow(t[0], t[1], bool(t[2]), t[3], "", t[4], t[5], t[6], t[7], t[8], "",
+                       "", tuple(t[9].split("\n")), t[10], t[11], t[12], t[13])
             for t in db.conn.execute(sql, (keys,))]
 
 

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from memidex.config import check_keys, fraction, whole_number
 from memidex.errors import ConfigError
-from memidex.records.model import MAX_ORDINAL
 from memidex.trust import PromotionPolicy
 
 __all__ = ["LearningSettings", "ModelSettings"]
@@ -38,23 +38,11 @@ class LearningSettings:
     @classmethod
     def from_config(cls, table: Mapping[str, Any],
                     promotion: Mapping[str, Any]) -> LearningSettings:
-        unknown = sorted(set(table) - {*_INTS, "max_body_change"})
-        if unknown:
-            raise ConfigError(f"[learning]: unknown key `{unknown[0]}` (keys: "
-                              f"{', '.join(sorted({*_INTS, 'max_body_change'}))})")
-        values: dict[str, Any] = {}
-        for key, (default, least) in _INTS.items():
-            value = table.get(key, default)
-            if isinstance(value, bool) or not isinstance(value, int) or \
-                    not least <= value <= MAX_ORDINAL:
-                raise ConfigError(f"[learning]: `{key}` must be a whole number >= {least}, "
-                                  f"got {value!r}")
-            values[key] = value
-        change = table.get("max_body_change", 0.8)
-        if isinstance(change, bool) or not isinstance(change, int | float) or \
-                not 0 <= change <= 1:
-            raise ConfigError("[learning]: `max_body_change` must be a number from 0 to 1")
-        return cls(**values, max_body_change=float(change),
+        check_keys("learning", table, (*_INTS, "max_body_change"))
+        values = {key: whole_number("learning", table, key, default, least=least)
+                  for key, (default, least) in _INTS.items()}
+        change = fraction("learning", table, "max_body_change", 0.8)
+        return cls(**values, max_body_change=change,
                    promotion=PromotionPolicy.from_config(promotion))
 
 
@@ -72,10 +60,7 @@ class ModelSettings:
 
     @classmethod
     def from_config(cls, table: Mapping[str, Any]) -> ModelSettings:
-        unknown = sorted(set(table) - {"command", "timeout_seconds"})
-        if unknown:
-            raise ConfigError(f"[model]: unknown key `{unknown[0]}` "
-                              "(keys: command, timeout_seconds)")
+        check_keys("model", table, ("command", "timeout_seconds"))
         command = table.get("command")
         if command is None:
             return cls()

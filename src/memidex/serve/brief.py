@@ -244,7 +244,7 @@ def _candidates(config: Config, db: IndexDB, product: str, ordinal: int,
         hop_hits, hop_capped = anchor_hits(db, hops, cap=MAX_CANDIDATES)
         capped = capped or hop_capped
         cited: dict[int, set[str]] = {}
-        ids = {r.rowid: r.id for r in rows if r.current}
+        ids = {r.record_rowid: r.id for r in rows if r.current}
         for src, dst in citations(db, direct):
             if dst not in direct and src in ids:
                 cited.setdefault(dst, set()).add(ids[src])
@@ -254,10 +254,10 @@ def _candidates(config: Config, db: IndexDB, product: str, ordinal: int,
     if capped:
         notes.append(f"the test's anchors name more than {MAX_CANDIDATES} records: the "
                      "brief ranked the first of them (by anchor, then index order)")
-    texts = version_texts(db, [(x.row.rowid, x.row.version, x.row.current)
+    texts = version_texts(db, [(x.row.record_rowid, x.row.version, x.row.current)
                                for x in ranked[:limit]])
     for i, x in enumerate(ranked[:limit]):
-        title, body = texts.get((x.row.rowid, x.row.version), ("", ""))
+        title, body = texts.get((x.row.record_rowid, x.row.version), ("", ""))
         ranked[i] = replace(x, row=replace(x.row, title=title, body=body))
     return ranked, withheld, hops
 

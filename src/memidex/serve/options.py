@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from memidex.config import check_keys, fraction, whole_number
 from memidex.errors import ConfigError
 
 __all__ = ["DEFAULT_LIMIT", "DEFAULT_TRUST_FLOOR", "BriefOptions"]
@@ -26,22 +27,11 @@ class BriefOptions:
     @classmethod
     def from_config(cls, table: Mapping[str, Any]) -> BriefOptions:
         """Read ``Config.brief``; an unknown key or a bad value is a ConfigError."""
-        unknown = sorted(set(table) - {"candidates", "trust_floor", "limit"})
-        if unknown:
-            raise ConfigError(f"[brief]: unknown key `{unknown[0]}` "
-                              "(keys: candidates, trust_floor, limit)")
+        check_keys("brief", table, ("candidates", "trust_floor", "limit"))
         candidates = table.get("candidates", False)
         if not isinstance(candidates, bool):
             raise ConfigError(f"[brief]: `candidates` must be true or false, got "
                               f"{candidates!r}")
-        floor = table.get("trust_floor", DEFAULT_TRUST_FLOOR)
-        if isinstance(floor, bool) or not isinstance(floor, int | float) or \
-                not 0 <= floor <= 1:
-            raise ConfigError(f"[brief]: `trust_floor` must be a number from 0 to 1, got "
-                              f"{floor!r}")
-        limit = table.get("limit", DEFAULT_LIMIT)
-        if isinstance(limit, bool) or not isinstance(limit, int) or \
-                not 1 <= limit <= MAX_LIMIT:
-            raise ConfigError(f"[brief]: `limit` must be a whole number from 1 to "
-                              f"{MAX_LIMIT}, got {limit!r}")
-        return cls(candidates, float(floor), limit)
+        floor = fraction("brief", table, "trust_floor", DEFAULT_TRUST_FLOOR)
+        limit = whole_number("brief", table, "limit", DEFAULT_LIMIT, least=1, most=MAX_LIMIT)
+        return cls(candidates, floor, limit)

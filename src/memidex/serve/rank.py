@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from memidex.index.briefing import BriefRow
+from memidex.index.query import VersionRow
 from memidex.records.model import Record, Trust, Valid
 from memidex.trust import TrustScore, record_trust
 
@@ -45,7 +45,7 @@ _SERVABLE = ("active", "candidate")
 class Ranked:
     """A record a brief serves: the version served, its trust and why it is there."""
 
-    row: BriefRow
+    row: VersionRow
     trust: TrustScore
     shared: tuple[str, ...]
     hop: tuple[str, ...]
@@ -62,7 +62,7 @@ class Ranked:
         return self.row.status == "candidate"
 
 
-def hop_anchors(rows: Iterable[BriefRow], test_anchors: frozenset[str], product: str,
+def hop_anchors(rows: Iterable[VersionRow], test_anchors: frozenset[str], product: str,
                 k: int = HOP_ANCHORS) -> tuple[str, ...]:
     """The ``k`` anchors that co-occur most often with the test's anchors on the current,
     servable records of ``product`` that carry one of them."""
@@ -75,11 +75,11 @@ def hop_anchors(rows: Iterable[BriefRow], test_anchors: frozenset[str], product:
     return tuple(sorted(a for a, _ in best))
 
 
-def _in_window(r: BriefRow, ordinal: int) -> bool:
+def _in_window(r: VersionRow, ordinal: int) -> bool:
     return r.valid_from <= ordinal and (r.valid_until is None or ordinal < r.valid_until)
 
 
-def _trust(r: BriefRow, ordinal: int, half_life_runs: Mapping[str, int]) -> TrustScore:
+def _trust(r: VersionRow, ordinal: int, half_life_runs: Mapping[str, int]) -> TrustScore:
     record = Record(id=r.id, kind=r.kind, status=r.status, product=r.product,
                     anchor=r.anchors[0], title=r.title,
                     trust=Trust(r.source, r.confirmations, r.contradictions, r.last_confirmed),
@@ -87,8 +87,8 @@ def _trust(r: BriefRow, ordinal: int, half_life_runs: Mapping[str, int]) -> Trus
     return record_trust(record, ordinal=ordinal, half_life_runs=half_life_runs)
 
 
-def _withheld_reason(versions: Sequence[BriefRow], product: str, ordinal: int,
-                     candidates: bool) -> tuple[str | None, BriefRow | None]:
+def _withheld_reason(versions: Sequence[VersionRow], product: str, ordinal: int,
+                     candidates: bool) -> tuple[str | None, VersionRow | None]:
     """(why the record is left out, or None; the version to serve)."""
     current = next((v for v in versions if v.current), versions[-1])
     if current.product != product:
@@ -107,7 +107,7 @@ def _withheld_reason(versions: Sequence[BriefRow], product: str, ordinal: int,
     return None, served
 
 
-def rank(rows: Iterable[BriefRow], *, product: str, ordinal: int,
+def rank(rows: Iterable[VersionRow], *, product: str, ordinal: int,
          test_anchors: frozenset[str], hops: frozenset[str],
          cited: Mapping[int, set[str]], candidates: bool, trust_floor: float,
          half_life_runs: Mapping[str, int]) -> tuple[list[Ranked], dict[str, set[str]]]:
@@ -116,9 +116,9 @@ def rank(rows: Iterable[BriefRow], *, product: str, ordinal: int,
 
     A version whose window contains ``ordinal`` is served; a record retired at ``until``
     (superseded or deprecated) is served, as it was then, to a run before ``until``."""
-    by_record: dict[int, list[BriefRow]] = {}
+    by_record: dict[int, list[VersionRow]] = {}
     for r in rows:
-        by_record.setdefault(r.rowid, []).append(r)
+        by_record.setdefault(r.record_rowid, []).append(r)
     withheld: dict[str, set[str]] = {reason: set() for reason in REASONS}
     out: list[Ranked] = []
     for rowid, versions in by_record.items():
@@ -140,7 +140,7 @@ def rank(rows: Iterable[BriefRow], *, product: str, ordinal: int,
         overlap = len(shared) + HOP_DISCOUNT * (len(hop) + len(cites))
         out.append(Ranked(served, trust, tuple(sorted(shared)), tuple(sorted(hop)), cites,
                           overlap, trust.value * overlap))
-    out.sort(key=lambda x: (not x.shared, -x.score, x.row.id, x.row.rowid))
+    out.sort(key=lambda x: (not x.shared, -x.score, x.row.id, x.row.record_rowid))
     seen: set[str] = set()
     unique = []
     for x in out:  # the same id in two files (doctor reports it): served once
