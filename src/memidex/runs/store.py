@@ -18,8 +18,9 @@ writer lease, each file through :func:`memidex.store.fsio.atomic_write`.
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -164,23 +165,6 @@ class RunStore:
             raise InvalidInputError(f"{frozen.path} exists: a frozen run is never rewritten")
         atomic_write(frozen.path, dump_json(frozen.as_dict(), indent=1))
 
-    def iter_runs(self, product: str | None = None) -> Iterator[FrozenRun]:
-        """Every frozen run (of ``product``), in ordinal order (then run id)."""
-        runs: list[FrozenRun] = []
-        try:
-            entries = sorted(self.dir.glob("*.json"))
-        except OSError:
-            return iter(())
-        for path in entries:
-            name = path.name
-            if name.endswith(".result.json") or name.startswith("tests-"):
-                continue
-            frozen = self._decode(path.read_bytes(), path)
-            if product is None or frozen.run.product == product:
-                runs.append(frozen)
-        runs.sort(key=lambda f: (f.run.product, f.ordinal, f.run.run_id))
-        return iter(runs)
-
     # --- results ---
 
     def result(self, run_id: str) -> RunResult | None:
@@ -252,6 +236,22 @@ class RunStore:
         atomic_write(self.tests_path(product), dump_json(data, indent=1))
 
     def test_anchors(self, product: str, test_id: str) -> tuple[str, ...]:
-        """The anchors ``test_id`` touched in its past runs (sorted; empty if unknown)."""
-        state = self.tests(product).get(test_id)
-        return tuple(sorted(state.anchors)) if state is not None else ()
+        """The anchors ``test_id`` touched in its past runs (sorted; empty if unknown).
+        The tests file is read again only when its size or modification time changed (a
+        long-lived process — the MCP server — briefs many tests)."""
+        path = self.tests_path(product)
+        try:
+            st = os.stat(path)
+        except OSError:
+            return ()
+        key = (str(path), st.st_size, st.st_mtime_ns)
+        cached = _ANCHORS.get(str(path))
+        if cached is None or cached[0] != key:
+            anchors = {t: tuple(sorted(state.anchors))
+                       for t, state in self.tests(product).items()}
+            cached = (key, anchors)
+            _ANCHORS[str(path)] = cached
+        return cached[1].get(test_id, ())
+
+
+_ANCHORS: dict[str, tuple[tuple[str, int, int], dict[str, tuple[str, ...]]]] = {}

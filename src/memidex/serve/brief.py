@@ -114,36 +114,18 @@ def _policies(store: Store, db: IndexDB | None, notes: list[str]) -> list[Policy
     return sorted((p for _fs, _sha, ps in files for p in ps), key=lambda p: (p.path, p.id))
 
 
-_TESTS_CACHE: dict[str, tuple[tuple[int, int], dict[str, Any]]] = {}
-
-
 def _run_anchors(config: Config, product: str, test_id: str, notes: list[str]
                  ) -> tuple[str, ...]:
-    """The anchors of the test's past runs (:meth:`RunStore.test_anchors`); the tests
-    file is read again only when its size or modification time changed (a long-lived
-    process briefs many tests)."""
-    import os
-
+    """The anchors of the test's past runs (:meth:`RunStore.test_anchors`); a tests file
+    that cannot be read is a note, and the brief uses ``--anchor`` only."""
     from memidex.runs.store import RunStore
 
-    store = RunStore(config)
-    path = store.tests_path(product)
     try:
-        st = os.stat(path)
-    except OSError:
-        return ()
-    key = (st.st_size, st.st_mtime_ns)
-    cached = _TESTS_CACHE.get(str(path))
-    try:
-        if cached is None or cached[0] != key:
-            cached = (key, dict(store.tests(product)))
-            _TESTS_CACHE[str(path)] = cached
-    except (ValueError, TypeError, AttributeError, OSError) as exc:
+        return RunStore(config).test_anchors(product, test_id)
+    except (ValueError, TypeError, AttributeError, OSError, MemidexError) as exc:
         notes.append(f"the run store's tests file for {product} cannot be read ({exc}); "
                      "the brief uses --anchor only")
         return ()
-    state = cached[1].get(test_id)
-    return tuple(sorted(state.anchors)) if state is not None else ()
 
 
 def build_brief(config: Config, store: Store, db: IndexDB | None, req: BriefRequest, *,
