@@ -40,7 +40,7 @@ def _setup(corpus: Path, n: int, seed: int, tests: int, prefix: str = "bench-tes
     """Give the product a next ordinal and ``tests`` tests with anchors from the corpus's
     anchor pool (seeded), so each brief ranks real records; their names."""
     from memidex.config import load_config
-    from memidex.runs.store import RunStore, TestState
+    from memidex.runstate.store import RunStore, TestState
 
     state = corpus / ".agent-qa"
     state.mkdir(exist_ok=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
-from memidex.runs.report import import_report  # noqa: E402
+from memidex.importers import import_report  # noqa: E402
 
 REPORT = REPO / "tests/data/reports/playwright-buerokratt-TDD-Playwright.json"
 

@@ -64,19 +64,23 @@ RANK = {
     "errors": 0, "_version": 0,
     "records": 1, "config": 1,
     "masking": 2, "trust": 2,  # trust: pure arithmetic over records (docs/trust.md)
+    "fence": 2,  # the untrusted-data fence: pure text, for briefs and model prompts
     "store": 3,
     "_testing": 3.5,  # the fault-injection seam: swaps a name in store.fsio, used by write
-    "search": 4, "write": 4,
-    "fence": 2,  # the untrusted-data fence: pure text, for briefs and model prompts
-    "runs": 4.5,  # run evidence: reads records, the store, masking; never index/write
+    "evidence": 3.6,  # the run-evidence format: schema, values, validation, loading
+    # the importers (runner reports -> evidence), the learning core (pure: plans), search
+    # and the writer share a rank: none of them knows the others
+    "importers": 4, "learning": 4, "search": 4, "write": 4,
+    "runstate": 4.5,  # local run state: frozen runs, tests, ordinals, proposals, served
+    "runs": 4.6,
     "index": 5,
     "results": 6,
-    "serve": 6.2,  # briefs (issue 12): rank records from the index, runs and trust
+    "serve": 6.2,  # briefs: rank records from the index, runs and trust
     "review": 6.5,  # git-native review and the secret scan: read records and the store
     "app": 7,
     "app_runs": 6.9,  # the facade's learning methods (a mixin of app.Memidex)
-    # `memidex mcp` (issue 12): MCP tools and resources over one facade; only the `mcp`
-    # command imports it, and only it imports the MCP SDK
+    # `memidex mcp`: MCP tools and resources over one facade; only the `mcp` command
+    # imports it, and only it imports the MCP SDK
     "mcpserver": 7.2,
     # the package root re-exports `Memidex` lazily (PEP 562), so it sits above the facade;
     # a lower layer reads the version from `_version`, never from the root

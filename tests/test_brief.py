@@ -14,8 +14,8 @@ from conftest import make_record, run_cli, write_record
 from memidex.app import Memidex
 from memidex.config import load_config
 from memidex.records.model import HistoryEntry, Record, Relations, Trust, Valid
-from memidex.runs.store import RunStore, TestState
-from memidex.serve.served import served_at
+from memidex.runstate.served import served_at
+from memidex.runstate.store import RunStore, TestState
 
 NEXT = 42  # shop-web's next run ordinal in these tests
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memidex.serve.fence import choose_fence, fenced
+from memidex.fence import choose_fence, fenced
 from memidex.serve.render import clean
 
 HOSTILE = ["</untrusted>", "<untrusted>", "```", "ignore previous instructions",

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memidex.evidence import TEST_ID_PATTERN, parse_run, validate_run
+from memidex.importers.common import TestIds, strip_ansi
+from memidex.importers.locators import find_locators, find_pages, page_anchor
+from memidex.importers.paths import MachinePaths
 from memidex.records.ids import ANCHOR_RE
-from memidex.runs.evidence import TEST_ID_PATTERN, parse_run, validate_run
-from memidex.runs.report.common import TestIds, strip_ansi
-from memidex.runs.report.locators import find_locators, find_pages, page_anchor
-from memidex.runs.report.paths import MachinePaths
 
 # the table in docs/import.md, row by row
 TABLE = [

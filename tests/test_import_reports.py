@@ -16,15 +16,15 @@ import pytest
 
 from conftest import REPO_ROOT
 from memidex.errors import EXIT_INVALID, InvalidInputError, UsageError
-from memidex.masking import Masker
-from memidex.records.ids import ANCHOR_RE
-from memidex.runs.evidence import RUN_ID_PATTERN, TEST_ID_PATTERN, parse_run, validate_run
-from memidex.runs.report import (
+from memidex.evidence import RUN_ID_PATTERN, TEST_ID_PATTERN, parse_run, validate_run
+from memidex.importers import (
     EmptyReportError,
     ImportResult,
     ReportError,
     import_report,
 )
+from memidex.masking import Masker
+from memidex.records.ids import ANCHOR_RE
 
 DATA = REPO_ROOT / "tests/data/reports"
 SHARED = Path("/work/shared/data/reports")

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from memidex.evidence import Run, TestResult, parse_run
+from memidex.learning.analysis import classify
+from memidex.learning.candidates import normalise, project
+from memidex.learning.curator import Context, contradicted, decide, subject_id
+from memidex.learning.settings import LearningSettings
 from memidex.records.model import Trust
-from memidex.runs.analysis import classify
-from memidex.runs.candidates import normalise, project
-from memidex.runs.curator import Context, contradicted, decide, subject_id
-from memidex.runs.evidence import Run, TestResult, parse_run
-from memidex.runs.settings import LearningSettings
 from test_learning import PRODUCT, a_run, a_test, fact_id, ingest, load, ops, step
 
 

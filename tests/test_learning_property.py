@@ -17,8 +17,8 @@ import random
 from pathlib import Path
 from typing import Any
 
+from memidex.learning.candidates import normalise
 from memidex.masking import Masker
-from memidex.runs.candidates import normalise
 from test_learning import (
     RECORDS,
     _init_repo,

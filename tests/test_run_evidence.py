@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from conftest import REPO_ROOT
 from memidex.errors import EXIT_INVALID, InvalidInputError
-from memidex.runs.evidence import (
+from memidex.evidence import (
     HINTS,
     MAX_RUN_BYTES,
     VERDICTS,
@@ -66,7 +66,7 @@ def test_the_published_schema_is_current_and_valid() -> None:
 
     text = (REPO_ROOT / "docs/run-evidence.schema.json").read_text(encoding="utf-8")
     assert text == schema_text(), ("docs/run-evidence.schema.json is stale: run `python -m "
-                                   "memidex.runs.evidence > docs/run-evidence.schema.json`")
+                                   "memidex.evidence.schema > docs/run-evidence.schema.json`")
     jsonschema.Draft202012Validator.check_schema(json.loads(text))
     assert run_schema()["$schema"].endswith("/2020-12/schema")
 

@@ -436,7 +436,7 @@ class Memidex(RunsMixin):
         extra = tuple(sorted(set(anchors[1:]) - {anchors[0]}))
         if old is None:
             from memidex.records.model import Valid
-            from memidex.store.ordinals import current_ordinal
+            from memidex.runstate.ordinals import current_ordinal
 
             # A new belief begins at the product's current run ordinal (SPEC §2, §3).
             record = Record(id=rid, kind=kind, status="active", product=product,
@@ -623,8 +623,8 @@ class Memidex(RunsMixin):
     def _recent_runs(self, count: int = 5) -> list[dict[str, Any]]:
         """The last runs ingested (of the default product, else every product) and the
         search level their briefs had (``[]``: no brief was recorded for that run)."""
-        from memidex.runs.store import RunStore
-        from memidex.serve.served import levels_by_ordinal
+        from memidex.runstate.served import levels_by_ordinal
+        from memidex.runstate.store import RunStore
 
         try:
             results = RunStore(self.config).results(self.config.product or None)[-count:]
@@ -804,7 +804,7 @@ class Memidex(RunsMixin):
         """The brief for ``test_id`` (:class:`memidex.serve.brief.Brief`): the policies
         that apply, then learned records ranked by trust × anchor overlap, at run ``at``
         (default: the product's next ordinal). ``record``: append the ids served to
-        ``<state_dir>/served/<product>.jsonl`` (:func:`memidex.serve.served.served_at`)."""
+        ``<state_dir>/served/<product>.jsonl`` (:func:`memidex.runstate.served.served_at`)."""
         from memidex.serve.brief import BriefRequest, build_brief
 
         chosen = self._product(product, False)

@@ -14,11 +14,11 @@ from memidex.errors import IndexUnavailableError, UsageError
 
 if TYPE_CHECKING:
     from memidex.config import Config
+    from memidex.importers import ImportResult
     from memidex.index.db import IndexDB
     from memidex.masking import Masker
     from memidex.records.model import Record
     from memidex.runs.ingest import IngestResult, Proposal
-    from memidex.runs.report import ImportResult
     from memidex.store.files import LoadedRecord, Store
     from memidex.write.writer import Change, WriterSession
 
@@ -96,8 +96,8 @@ class RunsMixin:
                       run_id: str | None = None, build_tag: str | None = None,
                       ci: bool = False) -> ImportResult:
         """``memidex runs import``: a Playwright JSON or JUnit XML report as run evidence
-        (:mod:`memidex.runs.report`, docs/import.md), masked; nothing is written."""
-        from memidex.runs.report import import_report
+        (:mod:`memidex.importers`, docs/import.md), masked; nothing is written."""
+        from memidex.importers import import_report
 
         chosen = product or self.config.product
         if not chosen:
@@ -109,7 +109,7 @@ class RunsMixin:
 
     def runs(self, product: str | None = None) -> list[dict[str, Any]]:
         """``runs list``: one row per ingested run, in ordinal order."""
-        from memidex.runs.history import list_runs
+        from memidex.runstate.history import list_runs
 
         return list_runs(self.config, product)
 
@@ -118,8 +118,8 @@ class RunsMixin:
         what the agent knew: per test, the records its briefs gave for that run
         (``briefed``) and the ``served_records`` the run names that no brief recorded
         gave (``not_briefed``); the search ``levels`` its briefs had."""
-        from memidex.runs.history import show_run
-        from memidex.serve.served import levels_by_ordinal, served_at
+        from memidex.runstate.history import show_run
+        from memidex.runstate.served import levels_by_ordinal, served_at
 
         data = show_run(self.config, run_id)
         product, ordinal = str(data["product"]), int(data["ordinal"])
@@ -133,7 +133,7 @@ class RunsMixin:
 
     def diff(self, tag: str, product: str) -> dict[str, Any]:
         """``knowledge diff TAG``: record ids added, confirmed, superseded, deprecated."""
-        from memidex.runs.history import diff
+        from memidex.runstate.history import diff
 
         return diff(self.config, tag, product)
 
@@ -164,12 +164,12 @@ class RunsMixin:
 
     def rollback(self, run_id: str, *, cascade: bool = False) -> dict[str, Any]:
         """``knowledge rollback``: undo every record change the run made
-        (:mod:`memidex.runs.rollback`)."""
+        (:mod:`memidex.write.rollback`)."""
         from dataclasses import replace as _replace
 
         from memidex.runs.ingest import Proposals, refold_tests
-        from memidex.runs.rollback import plan_rollback
-        from memidex.runs.store import RunStore
+        from memidex.runstate.store import RunStore
+        from memidex.write.rollback import plan_rollback
         from memidex.write.route import refuse_under_daemon
 
         refuse_under_daemon(self.store, "knowledge rollback")

@@ -176,7 +176,7 @@ def _check_value(key: str, value: Any, source: str) -> Any:
     if key in ("learning", "model"):
         if not isinstance(value, dict):
             raise ConfigError(f"{source}: `[{key}]` must be a table (docs/learning.md)")
-        return dict(value)  # its keys are checked by memidex.runs.settings
+        return dict(value)  # its keys are checked by memidex.learning.settings
     if key == "brief":
         if not isinstance(value, dict):
             raise ConfigError(f"{source}: `[brief]` must be a table (docs/brief.md)")

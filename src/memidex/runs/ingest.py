@@ -8,10 +8,10 @@ The steps, all under the writer lease (``docs/learning.md``):
    the same run again is a no-op, the same run id with other content is refused (exit 4).
    The ordinal is allocated once: the frozen file is written first, and the counters in
    ``build-ordinals.json`` are repaired from it on a resume;
-3. **analyse** each failing test (``memidex.runs.analysis``; a model only for what the
-   rules leave ``unknown``), **project** candidates (``memidex.runs.candidates``),
-   **curate** each into one change (``memidex.runs.curator``), find the deprecations
-   (``memidex.runs.store.TestState``), and turn the changes the **checks** catch into
+3. **analyse** each failing test (``memidex.learning.analysis``; a model only for what the
+   rules leave ``unknown``), **project** candidates (``memidex.learning.candidates``),
+   **curate** each into one change (``memidex.learning.curator``), find the deprecations
+   (``memidex.runstate.store.TestState``), and turn the changes the **checks** catch into
    proposals (``queue/proposals/``);
 4. write every other change as ONE journaled change set through the fenced writer
    (the ledger keeps the run id and ordinal); then fold the run into the tests file and
@@ -34,20 +34,20 @@ from typing import Any
 
 from memidex.config import Config
 from memidex.errors import InvalidInputError, RecordError, UsageError
+from memidex.evidence import Run, RunEvidenceError, read_run_bytes, validate_run
+from memidex.learning.analysis import CAUSES, classify, error_text
+from memidex.learning.candidates import Candidate, project
+from memidex.learning.curator import Context, Decision, contradicted, decide, subject_id
+from memidex.learning.settings import LearningSettings, ModelSettings
 from memidex.masking import Masker
 from memidex.records.codec import content_hash, dump_record, parse_record_bytes
 from memidex.records.ids import record_id
 from memidex.records.model import Record
 from memidex.records.transitions import deprecate
-from memidex.runs.analysis import CAUSES, classify, error_text
-from memidex.runs.candidates import Candidate, project
-from memidex.runs.curator import Context, Decision, contradicted, decide, subject_id
-from memidex.runs.evidence import Run, RunEvidenceError, read_run_bytes, validate_run
-from memidex.runs.settings import LearningSettings, ModelSettings
-from memidex.runs.store import FrozenRun, RunResult, RunStore, TestState
+from memidex.runstate.ordinals import ordinals_path, read_ordinals
+from memidex.runstate.store import FrozenRun, RunResult, RunStore, TestState
 from memidex.store.files import Store
 from memidex.store.fsio import atomic_write, dump_json, read_json
-from memidex.store.ordinals import ordinals_path, read_ordinals
 
 __all__ = ["IngestResult", "Proposal", "Proposals", "count_missing", "fold_run", "ingest_run",
            "prepare_run", "refold_tests"]
@@ -97,7 +97,7 @@ def prepare_run(raw: bytes, *, source: str, masker: Masker, build_tag: str | Non
     """The run in ``raw``, masked first, then validated; ``build_tag`` (a flag) replaces
     the file's, ``default_build_tag`` (config, environment) fills a missing one, ``ci``
     marks it a CI run."""
-    from memidex.runs.evidence import Violation, build_run, decode_run
+    from memidex.evidence import Violation, build_run, decode_run
 
     data = decode_run(raw, source=source)
     data = _mask(data, masker)
@@ -198,7 +198,7 @@ class Proposals:
 def proposal_id(rid: str, record: Record) -> str:
     """A proposal's id: the record and what it would become (its claim), so a change that
     later runs propose again is the same proposal, not a new one each run."""
-    from memidex.runs.curator import claim_of
+    from memidex.learning.curator import claim_of
 
     key = f"{rid}\x1f{record.status}\x1f{claim_of(record)}\x1f{record.valid.until}"
     return "p-" + hashlib.sha256(key.encode()).hexdigest()[:16]
@@ -249,7 +249,7 @@ class _Ingest:
     # -- model steps (answers saved in the journal before they are used) --
 
     def _ask(self, step: str, prompt: str) -> str | None:
-        from memidex.runs.model import ModelAnswerError, ask
+        from memidex.learning.adapter import ModelAnswerError, ask
 
         saved = self.session.load_answer(step)
         if isinstance(saved, str):
@@ -266,7 +266,7 @@ class _Ingest:
         return answer
 
     def _classify_unknowns(self, run: Run, causes: dict[str, str]) -> None:
-        from memidex.runs.model import ModelAnswerError, classify_prompt, parse_cause
+        from memidex.learning.adapter import ModelAnswerError, classify_prompt, parse_cause
 
         for test in run.tests:
             if causes.get(test.test_id) != "unknown" or not self.model.enabled:
@@ -281,7 +281,7 @@ class _Ingest:
                 self.notes.append(f"model: {exc} (test {test.test_id})")
 
     def _reword(self, run_id: str, c: Candidate, record: Record) -> Record:
-        from memidex.runs.model import ModelAnswerError, parse_wording, wording_prompt
+        from memidex.learning.adapter import ModelAnswerError, parse_wording, wording_prompt
 
         answer = self._ask(f"model:{run_id}:word:{record.id}", wording_prompt(c.prompt_facts))
         if answer is None:
@@ -497,7 +497,7 @@ def refold_tests(config: Config, product: str) -> int:
     in ordinal order — after a rollback, so a rolled-back run no longer counts as a pass
     on its build or towards a deprecation. Returns how many runs were folded. (A fact a
     run both changed and found missing is counted as if the run had not changed it.)"""
-    from memidex.runs.evidence import build_run
+    from memidex.evidence import build_run
 
     runs = RunStore(config)
     settings = LearningSettings.from_config(config.learning, config.promotion)

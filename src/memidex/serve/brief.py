@@ -3,8 +3,8 @@
 :func:`build_brief` checks the request, reads the test's anchors from the run store,
 the policies and the candidate records from the index (:mod:`memidex.index.briefing`),
 ranks them (:mod:`memidex.serve.rank`), masks every string, fences the app's text
-(:mod:`memidex.serve.fence`), fits the budget (:mod:`memidex.serve.budget`) and records
-what it served (:mod:`memidex.serve.served`). The facade calls it
+(:mod:`memidex.fence`), fits the budget (:mod:`memidex.serve.budget`) and records
+what it served (:mod:`memidex.runstate.served`). The facade calls it
 (:meth:`memidex.app.Memidex.brief`); it never uses vectors, and the same inputs give
 the same bytes.
 """
@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 from memidex.config import Config
 from memidex.errors import MemidexError, UsageError
 from memidex.records.ids import ANCHOR_RE, PRODUCT_RE
-from memidex.serve.model import Brief, BriefRecord
 from memidex.serve.options import MAX_LIMIT, BriefOptions
 from memidex.serve.rank import REASONS, Ranked
+from memidex.serve.values import Brief, BriefRecord
 
 if TYPE_CHECKING:
     from memidex.index.db import IndexDB
@@ -78,7 +78,7 @@ def _known_products(config: Config, db: IndexDB | None, policies: Sequence[Polic
         return True
     if any(product in p.products for p in policies):
         return True
-    from memidex.runs.store import RunStore
+    from memidex.runstate.store import RunStore
 
     if RunStore(config).tests_path(product).exists():
         return True
@@ -118,7 +118,7 @@ def _run_anchors(config: Config, product: str, test_id: str, notes: list[str]
                  ) -> tuple[str, ...]:
     """The anchors of the test's past runs (:meth:`RunStore.test_anchors`); a tests file
     that cannot be read is a note, and the brief uses ``--anchor`` only."""
-    from memidex.runs.store import RunStore
+    from memidex.runstate.store import RunStore
 
     try:
         return RunStore(config).test_anchors(product, test_id)
@@ -135,7 +135,7 @@ def build_brief(config: Config, store: Store, db: IndexDB | None, req: BriefRequ
     ``floor``: the highest ordinal the product's records name, when the caller knows it
     without the index (with the index it is one lookup here)."""
     from memidex.index.query import max_ordinal
-    from memidex.store.ordinals import read_ordinals
+    from memidex.runstate.ordinals import read_ordinals
 
     _check(req)
     options = BriefOptions.from_config(config.brief)
@@ -251,9 +251,9 @@ def _assemble(req: BriefRequest, ordinal: int, next_ordinal: int, level: str,
               notes: list[str]) -> Brief:
     from dataclasses import replace
 
+    from memidex.fence import choose_fence
     from memidex.serve import render
     from memidex.serve.budget import estimate, fit
-    from memidex.serve.fence import choose_fence
 
     m = masker.mask
     limit = req.limit or options.limit
@@ -304,7 +304,7 @@ def _record(config: Config, brief: Brief) -> Brief:
     becomes a note (the brief itself is still given)."""
     from dataclasses import replace
 
-    from memidex.serve.served import record_served
+    from memidex.runstate.served import record_served
 
     try:
         record_served(config, brief.product, brief.test_id, brief.ordinal, brief.ids,

@@ -1,7 +1,7 @@
 """A brief as markdown (``memidex brief``'s default output; docs/brief.md, "Format").
 
 Every piece of text from the app or a learned record — titles, bodies, anchors — is
-inside the brief's untrusted-data block (:mod:`memidex.serve.fence`); outside it are only
+inside the brief's untrusted-data block (:mod:`memidex.fence`); outside it are only
 what memidex computed (ranks, kinds, ids, trust, counts) and the policies people wrote.
 Control characters (ESC, CR, bidi controls …) become spaces everywhere, line breaks
 kept, so neither a terminal nor a model sees an escape sequence.
@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from memidex.serve.model import Brief, BriefRecord
+    from memidex.serve.values import Brief, BriefRecord
 
 __all__ = ["clean", "fenced_texts", "head", "markdown", "record_block", "tail"]
 
@@ -67,14 +67,14 @@ def _anchor_text(anchors: Sequence[str], hops: Sequence[str]) -> str:
 
 
 def _fence(text: str, fence: str) -> str:
-    from memidex.serve.fence import fenced
+    from memidex.fence import fenced
 
     return fenced(text, fence)
 
 
 def head(b: Brief) -> str:
     """The brief up to its first record: title, policies, the notice, the anchors."""
-    from memidex.serve.fence import notice
+    from memidex.fence import notice
 
     out = [f"# Brief: test {b.test_id} — product {b.product}, run {b.ordinal}", ""]
     out.append(f"## Policies ({len(b.policies)})")

@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path, PureWindowsPath
 
-from memidex.runs.evidence import artifact_problem
+from memidex.evidence import artifact_problem
 
 __all__ = ["MachinePaths", "parent_dir"]
 

@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from memidex.runs.report.common import RawAttempt, RawStep, RawTest, ReportError
-from memidex.runs.report.jsonstream import Malformed, events
-from memidex.runs.report.paths import parent_dir
+from memidex.importers.common import RawAttempt, RawStep, RawTest, ReportError
+from memidex.importers.jsonstream import Malformed, events
+from memidex.importers.paths import parent_dir
 
 __all__ = ["COUNTED", "PlaywrightRead", "read_playwright"]
 

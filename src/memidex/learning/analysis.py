@@ -25,7 +25,7 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from memidex.runs.evidence import TestResult
+from memidex.evidence import TestResult
 
 __all__ = ["CAUSES", "Cause", "classify", "error_text", "failing_step"]
 

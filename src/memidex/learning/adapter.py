@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from memidex.fence import choose_fence, fenced
-from memidex.runs.analysis import CAUSES
-from memidex.runs.settings import ModelSettings
+from memidex.learning.analysis import CAUSES
+from memidex.learning.settings import ModelSettings
 
 __all__ = ["ModelAnswerError", "Wording", "ask", "classify_prompt", "parse_cause",
            "parse_wording", "wording_prompt"]

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memidex.runs.report.common import RawAttempt, RawTest, ReportError
+from memidex.importers.common import RawAttempt, RawTest, ReportError
 
 __all__ = ["JunitRead", "read_junit"]
 

@@ -18,16 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from memidex.errors import UsageError
-from memidex.masking import Masker
-from memidex.records.ids import PRODUCT_RE
-from memidex.runs.evidence import (
+from memidex.evidence import (
     BUILD_TAG_PATTERN,
     RUN_ID_PATTERN,
     Run,
     TestResult,
 )
-from memidex.runs.report.build import ANCHOR_ANNOTATION, VERIFIED_ANNOTATION, Builder
-from memidex.runs.report.common import (
+from memidex.importers.build import ANCHOR_ANNOTATION, VERIFIED_ANNOTATION, Builder
+from memidex.importers.common import (
     Cleaner,
     EmptyReportError,
     RawTest,
@@ -35,10 +33,12 @@ from memidex.runs.report.common import (
     TestIds,
     strip_ansi,
 )
-from memidex.runs.report.detect import FORMATS, detect_format
-from memidex.runs.report.junit import JunitRead, read_junit
-from memidex.runs.report.paths import MachinePaths
-from memidex.runs.report.playwright import COUNTED, PlaywrightRead, read_playwright
+from memidex.importers.detect import FORMATS, detect_format
+from memidex.importers.junit import JunitRead, read_junit
+from memidex.importers.paths import MachinePaths
+from memidex.importers.playwright import COUNTED, PlaywrightRead, read_playwright
+from memidex.masking import Masker
+from memidex.records.ids import PRODUCT_RE
 
 __all__ = [
     "ANCHOR_ANNOTATION",
@@ -65,7 +65,7 @@ class ImportResult:
     """A report read as run evidence."""
 
     evidence: dict[str, Any]
-    """SPEC §3 run evidence (``memidex.runs.evidence.validate_run`` accepts it)."""
+    """SPEC §3 run evidence (``memidex.evidence.validate_run`` accepts it)."""
     format: str
     """``playwright`` or ``junit``."""
     counts: dict[str, int]

@@ -7,8 +7,8 @@ from typing import Any
 
 from memidex.config import Config
 from memidex.errors import NotFoundError, UsageError
-from memidex.runs.store import RunStore
-from memidex.store.ordinals import read_ordinals
+from memidex.runstate.ordinals import read_ordinals
+from memidex.runstate.store import RunStore
 
 __all__ = ["DIFF_OPS", "diff", "list_runs", "show_run"]
 

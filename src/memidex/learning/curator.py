@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from memidex.learning.candidates import Candidate
+from memidex.learning.settings import LearningSettings
 from memidex.records.ids import record_id
 from memidex.records.model import Evidence, HistoryEntry, Record, Trust, Valid
-from memidex.runs.candidates import Candidate
-from memidex.runs.settings import LearningSettings
 from memidex.trust import confirm as confirm_trust
 from memidex.trust import contradict, promotion
 

@@ -19,9 +19,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from memidex.runs.evidence import MAX_ATTEMPTS, Attempt, Check, Failure, Step, TestResult
-from memidex.runs.report.common import RawAttempt, RawStep, RawTest
-from memidex.runs.report.locators import (
+from memidex.evidence import MAX_ATTEMPTS, Attempt, Check, Failure, Step, TestResult
+from memidex.importers.common import RawAttempt, RawStep, RawTest
+from memidex.importers.locators import (
     Found,
     anchor_from_annotation,
     find_locators,

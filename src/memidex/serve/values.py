@@ -85,7 +85,7 @@ class Brief:
         return [r.id for r in self.records]
 
     def as_dict(self) -> dict[str, Any]:
-        from memidex.serve.fence import notice
+        from memidex.fence import notice
 
         return {
             "test_id": self.test_id,

@@ -27,7 +27,7 @@ from typing import Any
 
 from memidex.config import Config
 from memidex.errors import InvalidInputError
-from memidex.runs.evidence import RUN_ID_PATTERN, Run, parse_run
+from memidex.evidence import RUN_ID_PATTERN, Run, parse_run
 from memidex.store.fsio import atomic_write, dump_json, read_json, refuse_symlink
 
 __all__ = ["FrozenRun", "RunResult", "RunStore", "TestState", "runs_dir"]

@@ -23,11 +23,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from memidex.evidence import Run, Step, TestResult
+from memidex.learning.analysis import error_text, failing_step
 from memidex.records.ids import ANCHOR_RE
 from memidex.records.model import Evidence
 from memidex.records.vocab import Pairs
-from memidex.runs.analysis import error_text, failing_step
-from memidex.runs.evidence import Run, Step, TestResult
 
 __all__ = ["ASPECTS", "Candidate", "Subject", "aspect_of", "display_name", "normalise",
            "project"]

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from memidex.errors import InvalidInputError
-from memidex.runs.evidence import TEST_ID_PATTERN
+from memidex.evidence import TEST_ID_PATTERN
 
 __all__ = ["EmptyReportError", "RawAttempt", "RawStep", "RawTest", "ReportError",
            "Cleaner", "TestIds", "strip_ansi"]

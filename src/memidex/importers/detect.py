@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memidex.runs.report.common import ReportError
+from memidex.importers.common import ReportError
 
 __all__ = ["FORMATS", "detect_format"]
 
