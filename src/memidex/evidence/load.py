@@ -96,7 +96,7 @@ def _build_test(t: Mapping[str, Any]) -> TestResult:
             step=_int(failure.get("step"))),
         anchors=_tuple(t.get("anchors")), artifacts=_tuple(t.get("artifacts")),
         retries=_int(t.get("retries")) or 0, duration_ms=_int(t.get("duration_ms")),
-        flaky=bool(t.get("flaky")),
+        flaky=bool(t.get("flaky")), title=t.get("title"), project=t.get("project"),
         attempts=tuple(Attempt(status=a["status"], error=a.get("error"),
                                duration_ms=_int(a.get("duration_ms")))
                        for a in t.get("attempts") or ()))
@@ -110,7 +110,8 @@ def _build_step(s: Mapping[str, Any]) -> Step:
         target=s.get("target"),
         anchors=_tuple(s.get("anchors")), value=s.get("value"), observed=s.get("observed"),
         check=None if check is None else Check(kind=check["kind"], passed=check["passed"],
-                                               expected=check.get("expected")),
+                                               expected=check.get("expected"),
+                                               not_found=bool(check.get("not_found"))),
         error=s.get("error"), served_records=_tuple(s.get("served_records")),
         scope=tuple(sorted((k, _scalar(v)) for k, v in scope.items())),
         artifacts=_tuple(s.get("artifacts")), duration_ms=_int(s.get("duration_ms")))

@@ -108,6 +108,11 @@ def run_schema() -> dict[str, Any]:
                         "a test id: a letter or digit, then letters, digits, "
                         "`.`, `_`, `:`, `/`, `@`, `-`")),
                     "verdict": {"enum": list(VERDICTS)},
+                    "title": _str(max_len=1000, nullable=True, description=(
+                        "the test's own title, for people (the runner's name of it)")),
+                    "project": _str(max_len=200, nullable=True, description=(
+                        "the runner's project (a Playwright browser project): the same "
+                        "spec in several projects is one spec")),
                     "retries": _count(nullable=True, description=(
                         "attempts before the verdict, beyond the first")),
                     "flaky": {"type": ["boolean", "null"], "description": (
@@ -155,6 +160,8 @@ def run_schema() -> dict[str, Any]:
                                 "a check kind: lowercase letters, digits, `_`, `-`")),
                             "passed": {"type": "boolean"},
                             "expected": {"$ref": "#/$defs/text"},
+                            "not_found": {"type": ["boolean", "null"], "description": (
+                                "the check failed because the element was not found")},
                         },
                     },
                     "error": {"$ref": "#/$defs/text"},

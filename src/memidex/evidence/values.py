@@ -15,6 +15,8 @@ class Check:
     kind: str
     passed: bool
     expected: str | None = None
+    not_found: bool = False
+    """A failed check whose element was not found (``Received: <element(s) not found>``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +66,8 @@ class TestResult:
     duration_ms: int | None = None
     flaky: bool = False
     attempts: tuple[Attempt, ...] = ()
+    title: str | None = None
+    project: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -90,17 +94,26 @@ class Run:
 def _test_dict(t: TestResult) -> dict[str, Any]:
     failure = None if t.failure is None else {
         "message": t.failure.message, "hint": t.failure.hint, "step": t.failure.step}
-    return {"test_id": t.test_id, "verdict": t.verdict, "retries": t.retries,
-            "duration_ms": t.duration_ms, "anchors": list(t.anchors),
-            "steps": [_step_dict(s) for s in t.steps], "failure": failure,
-            "artifacts": list(t.artifacts), "flaky": t.flaky,
-            "attempts": [{"status": a.status, "error": a.error, "duration_ms": a.duration_ms}
-                         for a in t.attempts]}
+    out: dict[str, Any] = {
+        "test_id": t.test_id, "verdict": t.verdict, "retries": t.retries,
+        "duration_ms": t.duration_ms, "anchors": list(t.anchors),
+        "steps": [_step_dict(s) for s in t.steps], "failure": failure,
+        "artifacts": list(t.artifacts), "flaky": t.flaky,
+        "attempts": [{"status": a.status, "error": a.error, "duration_ms": a.duration_ms}
+                     for a in t.attempts]}
+    # keys added later are written only when set, so a run's digest stays what it was
+    if t.title is not None:
+        out["title"] = t.title
+    if t.project is not None:
+        out["project"] = t.project
+    return out
 
 
 def _step_dict(s: Step) -> dict[str, Any]:
-    check = None if s.check is None else {
+    check: dict[str, Any] | None = None if s.check is None else {
         "kind": s.check.kind, "passed": s.check.passed, "expected": s.check.expected}
+    if check is not None and s.check is not None and s.check.not_found:
+        check["not_found"] = True
     return {"index": s.index, "action": s.action, "title": s.title, "target": s.target,
             "anchors": list(s.anchors), "value": s.value, "observed": s.observed,
             "check": check, "error": s.error, "served_records": list(s.served_records),
