@@ -161,7 +161,7 @@ def test_an_os_error_hint_fits_the_error() -> None:
     errno (a folder in the way is not a full disk)."""
     import errno
 
-    from memidex.cli.main import _os_error
+    from memidex.errors import from_os_error as _os_error
 
     full = _os_error(OSError(errno.ENOSPC, "No space left on device", "/x/y"))
     assert full.message.startswith("no space left") and full.exit_code == 1

@@ -268,6 +268,8 @@ def test_every_failure_is_a_tool_error_never_an_exception(repo: Path) -> None:
     for exc, code, exit_code in [
         (LeaseHeldError("writer lease is held by pid 7"), "LeaseHeldError", 3),
         (OSError(5, "Input/output error", "rec.md"), "StorageError", 1),
+        # a full disk is the same error over MCP as on the CLI (errors.from_os_error)
+        (OSError(28, "No space left on device", "rec.md"), "NoSpaceError", 1),
         (RuntimeError("boom"), "InternalError", 1),
     ]:
         out = run_tool(Broken(exc), "show", {"id": "x"})  # type: ignore[arg-type]

@@ -2,14 +2,23 @@
 
 Every user-facing failure is a :class:`MemidexError`. Each class carries the exit
 code it maps to (SPEC §7) and an optional hint; the CLI turns them into a single
-``error:`` line in exactly one place (``memidex.cli.main``). Nothing else in the
-package decides exit codes.
+``error:`` line in exactly one place (``memidex.cli.main``), the MCP server into a tool
+error. Nothing else in the package decides exit codes.
+
+Lower-level errors are mapped here, once, by their numbers — never by their message:
+:func:`from_os_error` by ``errno`` and :func:`sqlite_fault` / :func:`from_sqlite_error` by
+SQLite's result codes. The CLI, the MCP server and the services all call them, so the
+same fault is the same error everywhere (a full disk is a :class:`NoSpaceError`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 __all__ = [
     "EXIT_OK",
@@ -36,6 +45,9 @@ __all__ = [
     "StorageError",
     "UnsafePathError",
     "UsageError",
+    "from_os_error",
+    "from_sqlite_error",
+    "sqlite_fault",
 ]
 
 EXIT_OK = 0
@@ -188,3 +200,90 @@ class ProblemsFound(MemidexError):
     """A check or doctor found problems (exit 1); the report was already printed."""
 
     exit_code = EXIT_PROBLEMS
+
+
+# --- one map from lower-level errors ---------------------------------------------------
+
+_SPACE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def from_os_error(exc: OSError) -> StorageError:
+    """The :class:`StorageError` (or :class:`NoSpaceError`) for an ``OSError``, by its
+    ``errno``, with a hint that fits it (not "free space" for a folder in the way)."""
+    where = f": {exc.filename}" if exc.filename else ""
+    code = exc.errno
+    if code in _SPACE_ERRNOS:
+        return NoSpaceError(f"no space left on the device{where}")
+    if code == errno.EISDIR:
+        return StorageError(f"{exc.filename or 'a path'} is a folder where memidex writes "
+                            "a file", hint="move that folder aside, then run the "
+                            "command again")
+    if code in (errno.ENOTDIR, errno.ENOENT):
+        return StorageError(f"{exc.strerror or exc}{where}",
+                            hint="check that the folder exists and is not a file")
+    if code in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return StorageError(f"{exc.strerror or exc}{where}",
+                            hint="memidex needs write access there: check the folder's "
+                            "permissions and that the disk is not mounted read-only")
+    if code == errno.EIO:
+        return StorageError(f"I/O error{where}", hint="check the disk (dmesg); no record "
+                            "was changed partially; run the command again")
+    return StorageError(f"{exc.strerror or exc}{where}")
+
+
+# SQLite's primary result codes (https://sqlite.org/rescode.html); the numbers, so that
+# this module needs no sqlite3 import.
+_SQLITE_ERROR, _SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY = 1, 5, 6, 8
+_SQLITE_IOERR, _SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_CANTOPEN = 10, 11, 13, 14
+_SQLITE_SCHEMA, _SQLITE_NOTADB = 17, 26
+_LOW_SPACE = 256 * 1024
+"""Bytes free below which SQLite's I/O error is taken for a full disk (SQLite reports a
+``-shm`` or journal it could not grow on a full disk as ``SQLITE_IOERR``)."""
+
+
+def sqlite_fault(exc: BaseException, folder: Path | None = None) -> str | None:
+    """What kind of fault a SQLite error is, from its result code: ``"full"``, ``"io"``
+    (the disk's fault), ``"busy"`` (locked by another connection), ``"readonly"``,
+    ``"damaged"`` (corrupt, not a database, or its schema is missing: SQLite's generic
+    error on a query of a table that is not there), ``"cantopen"``, or None (no result code:
+    not a SQLite error). ``folder``: where the file lives, to tell a full disk from an
+    I/O error."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if not isinstance(code, int):
+        return None
+    primary = code & 0xFF
+    if primary == _SQLITE_FULL:
+        return "full"
+    if primary == _SQLITE_IOERR:
+        if folder is not None:
+            with contextlib.suppress(OSError):
+                st = os.statvfs(folder)
+                if st.f_bavail * st.f_frsize < _LOW_SPACE:
+                    return "full"
+        return "io"
+    if primary in (_SQLITE_BUSY, _SQLITE_LOCKED):
+        return "busy"
+    if primary == _SQLITE_READONLY:
+        return "readonly"
+    if primary == _SQLITE_CANTOPEN:
+        return "cantopen"
+    if primary in (_SQLITE_CORRUPT, _SQLITE_NOTADB, _SQLITE_ERROR, _SQLITE_SCHEMA):
+        return "damaged"
+    return "damaged"
+
+
+def from_sqlite_error(exc: BaseException, folder: Path | None = None, *,
+                      what: str = "") -> StorageError | None:
+    """The :class:`StorageError` for a SQLite error that is the disk's fault (full, I/O),
+    else None — such a file is not damaged: it must not be recreated, nor called damaged.
+    ``what`` says what was being done (``while building the index``)."""
+    fault = sqlite_fault(exc, folder)
+    place = f" in {folder}" if folder is not None else ""
+    doing = f" {what}" if what else ""
+    if fault == "full":
+        return NoSpaceError(f"no space left on the device{doing}{place} ({exc})")
+    if fault == "io":
+        return StorageError(f"disk I/O error{doing}{place} ({exc})",
+                            hint="check the disk (dmesg), then run the command again; no "
+                            "record was changed")
+    return None

@@ -93,7 +93,9 @@ def _mapped(command: Callable[[], int | None], json_out: bool = False) -> int:
     except BrokenPipeError:
         return EXIT_PROBLEMS
     except OSError as exc:  # disk full, I/O error, permissions: one line, no traceback
-        return _report_error(_os_error(exc), json_out)
+        from memidex.errors import from_os_error
+
+        return _report_error(from_os_error(exc), json_out)
 
 
 def _report_error(exc: MemidexError, json_out: bool) -> int:
@@ -115,34 +117,6 @@ def _report(json_out: bool, code: str, message: str, hint: str, exit_code: int, 
         line += f"\nhint: {safe(hint)}"
     sys.stderr.write(line + "\n")
     _json_error(json_out, code, message, hint, exit_code)
-
-
-def _os_error(exc: OSError) -> MemidexError:
-    """An ``OSError`` that reached the top as a :class:`StorageError` whose message says
-    what is wrong, and a hint that fits it (not "free space" for a folder in the way)."""
-    import errno
-
-    from memidex.errors import NoSpaceError, StorageError
-
-    where = f": {exc.filename}" if exc.filename else ""
-    code = exc.errno
-    if code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-        return NoSpaceError(f"no space left on the device{where}")
-    if code == errno.EISDIR:
-        return StorageError(f"{exc.filename or 'a path'} is a folder where memidex writes "
-                            "a file", hint="move that folder aside, then run the "
-                            "command again")
-    if code in (errno.ENOTDIR, errno.ENOENT):
-        return StorageError(f"{exc.strerror or exc}{where}",
-                            hint="check that the folder exists and is not a file")
-    if code in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return StorageError(f"{exc.strerror or exc}{where}",
-                            hint="memidex needs write access there: check the folder's "
-                            "permissions and that the disk is not mounted read-only")
-    if code == errno.EIO:
-        return StorageError(f"I/O error{where}", hint="check the disk (dmesg); no record "
-                            "was changed partially; run the command again")
-    return StorageError(f"{exc.strerror or exc}{where}")
 
 
 def _json_error(json_out: bool, code: str, message: str, hint: str, exit_code: int) -> None:

@@ -389,24 +389,15 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
 
 def _build_error(exc: sqlite3.Error, target: Path) -> MemidexError:
     """A SQLite error while building: the disk's fault (full, I/O) or the index's."""
-    from memidex.errors import NoSpaceError, StorageError
-    from memidex.index.db import disk_trouble, sqlite_error
+    from memidex.errors import NoSpaceError, from_sqlite_error
+    from memidex.index.db import sqlite_error
 
-    trouble = disk_trouble(exc)
-    if trouble is None:
-        return sqlite_error(exc)
-    if trouble == "io":
-        with contextlib.suppress(OSError):
-            st = os.statvfs(target.parent)
-            if st.f_bavail * st.f_frsize < 256 * 1024:
-                trouble = "full"
-    if trouble == "full":
-        return NoSpaceError(f"no space left on the device to build the index in "
-                            f"{target.parent} ({exc})",
+    failure = from_sqlite_error(exc, target.parent, what="while building the index")
+    if isinstance(failure, NoSpaceError):
+        return NoSpaceError(failure.message,
                             hint="free some space, then run `memidex knowledge rebuild-index`"
                             " again; the old index and the records are intact")
-    return StorageError(f"disk I/O error while building the index in {target.parent} "
-                        f"({exc})")
+    return failure or sqlite_error(exc)
 
 
 _BUILD_GLOB = ".{name}.build-*"

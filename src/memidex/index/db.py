@@ -21,11 +21,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from memidex.errors import IndexDamagedError, IndexLockedError, IndexUnavailableError
+from memidex.errors import (
+    IndexDamagedError,
+    IndexLockedError,
+    IndexUnavailableError,
+    sqlite_fault,
+)
 from memidex.index.schema import MIGRATIONS, MIGRATIONS_TABLE, SCHEMA_VERSION, TABLES, VIEWS
 
 __all__ = ["IndexDB", "IndexOutdated", "IndexSwapped", "apply_migrations", "create_schema",
-           "disk_trouble", "file_digest", "sqlite_error", "translated", "translating", "xor_hex"]
+           "file_digest", "sqlite_error", "translated", "translating", "xor_hex"]
 
 BUSY_TIMEOUT_MS = 3000
 
@@ -44,28 +49,15 @@ class IndexOutdated(IndexUnavailableError):
         self.pending = pending
 
 
-def disk_trouble(exc: sqlite3.Error) -> str | None:
-    """``"full"`` or ``"io"`` when SQLite's error is the disk's fault, else None."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    if not isinstance(code, int):
-        return None
-    primary = code & 0xFF
-    if primary == sqlite3.SQLITE_FULL:
-        return "full"
-    return "io" if primary == sqlite3.SQLITE_IOERR else None
-
-
-def sqlite_error(exc: sqlite3.Error) -> IndexUnavailableError:
-    """The memidex error for a SQLite error on the index: locked (or read-only), the disk
-    full, vs damaged (a table gone, a malformed file)."""
-    trouble = disk_trouble(exc)
-    if trouble == "full":
+def sqlite_error(exc: sqlite3.Error, folder: Path | None = None) -> IndexUnavailableError:
+    """The memidex error for a SQLite error on the index, by its result code
+    (:func:`memidex.errors.sqlite_fault`): the disk full, locked (or read-only), vs damaged
+    (corrupt, not a database, a table gone)."""
+    fault = sqlite_fault(exc, folder)
+    if fault == "full":
         return IndexLockedError(f"the index cannot be updated: no space left on the device "
                                 f"({exc})", hint="free some space; the records are intact")
-    if isinstance(exc, sqlite3.OperationalError) and "no such " in str(exc):
-        return IndexDamagedError(f"the index is damaged ({exc}); run `memidex knowledge "
-                                 "rebuild-index`")
-    if isinstance(exc, sqlite3.OperationalError):
+    if fault in ("busy", "readonly", "cantopen", "io"):
         return IndexLockedError(f"the index is locked or read-only ({exc})")
     return IndexDamagedError(f"the index is damaged ({exc}); run `memidex knowledge "
                              "rebuild-index`")

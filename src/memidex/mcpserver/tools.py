@@ -23,9 +23,9 @@ from memidex.errors import (
     EXIT_PROBLEMS,
     EXIT_USAGE,
     MemidexError,
-    StorageError,
     UnsafePathError,
     UsageError,
+    from_os_error,
 )
 from memidex.records.vocab import KINDS, STATUSES
 
@@ -343,8 +343,7 @@ def error_of(exc: BaseException) -> ToolError:
     ``OSError`` as a storage error; anything else as an internal error (its traceback on
     the server's stderr)."""
     if isinstance(exc, OSError):
-        where = f": {exc.filename}" if exc.filename else ""
-        exc = StorageError(f"{exc.strerror or exc}{where}")
+        exc = from_os_error(exc)  # the same fault, the same error as on the CLI
     if isinstance(exc, MemidexError):
         return _error(type(exc).__name__, exc.message, exc.hint, exc.exit_code)
     traceback.print_exception(exc, file=sys.stderr)

@@ -22,7 +22,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from memidex.errors import LeaseError, LeaseHeldError, NoSpaceError, StorageError
+from memidex.errors import (
+    LeaseError,
+    LeaseHeldError,
+    StorageError,
+    from_sqlite_error,
+    sqlite_fault,
+)
 from memidex.store.fsio import fsync_file, read_int, read_json, swap_into_place
 from memidex.write.procs import gone_reason, host_name, process_alive
 
@@ -126,36 +132,16 @@ def read_holder(conn: sqlite3.Connection) -> Holder | None:
 
 
 def is_busy(exc: sqlite3.Error) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None:
-        return (code & 0xFF) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-    return "locked" in str(exc) or "busy" in str(exc)
-
-
-_LOW_SPACE = 256 * 1024  # bytes free below which an I/O error is taken for a full disk
+    """Whether SQLite said the database is locked by another connection (its result
+    code, never its message)."""
+    return sqlite_fault(exc) == "busy"
 
 
 def storage_failure(exc: BaseException, folder: Path) -> StorageError | None:
-    """The :class:`StorageError` for a SQLite error that is the disk's fault — full
-    (``SQLITE_FULL``) or an I/O error (``SQLITE_IOERR``: SQLite reports a ``-shm`` it could
-    not grow on a full disk that way) — else None. Such a file is not damaged: it must not
-    be recreated, and doctor must not call it damaged."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    if not isinstance(code, int):
-        return None
-    primary = code & 0xFF
-    if primary not in (sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR):
-        return None
-    full = primary == sqlite3.SQLITE_FULL
-    if not full:
-        with contextlib.suppress(OSError):
-            st = os.statvfs(folder)
-            full = st.f_bavail * st.f_frsize < _LOW_SPACE
-    if full:
-        return NoSpaceError(f"no space left on the device holding {folder} ({exc})")
-    return StorageError(f"disk I/O error in {folder} ({exc})",
-                        hint="check the disk (dmesg), then run the command again; no record "
-                        "was changed")
+    """The :class:`StorageError` for a SQLite error that is the disk's fault — full or an
+    I/O error (:func:`memidex.errors.from_sqlite_error`) — else None. Such a file is not
+    damaged: it must not be recreated, and doctor must not call it damaged."""
+    return from_sqlite_error(exc, folder)
 
 
 class Unusable(Exception):
