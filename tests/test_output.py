@@ -176,10 +176,11 @@ def test_init_names_the_product_from_flag_remote_or_folder(tmp_path: Path) -> No
     # an existing config without a product gets the one given, before its first table
     third = tmp_path / "third"
     third.mkdir()
-    (third / "memidex.toml").write_text("# mine\n[promotion]\nmin = 2\n", encoding="utf-8")
+    (third / "memidex.toml").write_text("# mine\n[promotion]\nmin_confirmations = 2\n",
+                                        encoding="utf-8")
     run_cli(third, "init", "--product", "p3", check=True)
     text = (third / "memidex.toml").read_text(encoding="utf-8")
-    assert text == '# mine\nproduct = "p3"\n[promotion]\nmin = 2\n'
+    assert text == '# mine\nproduct = "p3"\n[promotion]\nmin_confirmations = 2\n'
 
 
 def test_doctor_is_healthy_right_after_init_and_add(tmp_path: Path) -> None:

@@ -175,11 +175,11 @@ def test_promotion_is_monotone_in_confirmations(source: str, n: int, d: int, ci:
 
 
 def test_promotion_policy_from_config() -> None:
-    assert PromotionPolicy.from_config({}) == DEFAULT_PROMOTION
-    assert PromotionPolicy.from_config({"min_confirmations": 3}) == PromotionPolicy(3, 0)
-    assert PromotionPolicy.from_config({"max_contradictions": 2}).max_contradictions == 2
+    assert PromotionPolicy.from_table({}) == DEFAULT_PROMOTION
+    assert PromotionPolicy.from_table({"min_confirmations": 3}) == PromotionPolicy(3, 0)
+    assert PromotionPolicy.from_table({"max_contradictions": 2}).max_contradictions == 2
     for bad in ({"min_confirmation": 2}, {"min_confirmations": 0},
                 {"min_confirmations": True}, {"max_contradictions": -1},
                 {"max_contradictions": "1"}, {"min_confirmations": 2**63}):
         with pytest.raises(ConfigError, match=r"\[promotion\]"):
-            PromotionPolicy.from_config(bad)
+            PromotionPolicy.from_table(bad)

@@ -617,7 +617,7 @@ class Memidex(RunsMixin):
             "yaml": {"loader": loader, "c_loader": loader == "CSafeLoader",
                      "note": "" if loader == "CSafeLoader" else
                      "PyYAML has no C loader here: hand-written records parse 8x slower"},
-            "config": self.config.as_dict(),
+            "config": self.config.to_json(),
         }
 
     def _recent_runs(self, count: int = 5) -> list[dict[str, Any]]:

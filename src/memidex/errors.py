@@ -42,6 +42,7 @@ __all__ = [
     "Problem",
     "ProblemsFound",
     "RecordError",
+    "StateDamagedError",
     "StorageError",
     "UnsafePathError",
     "UsageError",
@@ -133,6 +134,14 @@ class ConfigError(InvalidInputError):
     """memidex.toml or an environment variable has a bad value."""
 
     default_hint = "see docs/configuration.md"
+
+
+class StateDamagedError(InvalidInputError):
+    """A local state file of memidex's own (under the state folder or ``queue/``) that
+    cannot be read back: never taken for an absent one."""
+
+    default_hint = ("it is local state, derived from the runs: move it aside and run the "
+                    "command again")
 
 
 class UnsafePathError(InvalidInputError):

@@ -24,9 +24,9 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Any, Literal
+from typing import Literal
 
-from memidex.config import check_keys, whole_number
+from memidex.config.tables import PromotionPolicy
 from memidex.errors import ConfigError, InvalidInputError
 from memidex.records.model import MAX_ORDINAL, Record, Trust
 from memidex.records.vocab import SOURCES
@@ -182,21 +182,6 @@ def contradict(trust: Trust) -> Trust:
 
 PromotionReason = Literal["promoted", "human", "ci", "not-a-candidate", "not-local",
                           "too-few-confirmations", "open-contradiction"]
-
-
-@dataclass(frozen=True, slots=True)
-class PromotionPolicy:
-    """The ``[promotion]`` table of ``memidex.toml`` (docs/trust.md)."""
-
-    min_confirmations: int = 2
-    max_contradictions: int = 0
-
-    @classmethod
-    def from_config(cls, table: Mapping[str, Any]) -> PromotionPolicy:
-        """Read ``Config.promotion``; an unknown key or a bad value is a ConfigError."""
-        check_keys("promotion", table, ("min_confirmations", "max_contradictions"))
-        return cls(whole_number("promotion", table, "min_confirmations", 2, least=1),
-                   whole_number("promotion", table, "max_contradictions", 0, least=0))
 
 
 DEFAULT_PROMOTION = PromotionPolicy()

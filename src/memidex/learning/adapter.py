@@ -22,9 +22,9 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from memidex.config.tables import ModelSettings
 from memidex.fence import choose_fence, fenced
 from memidex.learning.analysis import CAUSES
-from memidex.learning.settings import ModelSettings
 
 __all__ = ["ModelAnswerError", "Wording", "ask", "classify_prompt", "parse_cause",
            "parse_wording", "wording_prompt"]

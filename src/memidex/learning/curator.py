@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from memidex.config.tables import LearningSettings
 from memidex.learning.candidates import Candidate
-from memidex.learning.settings import LearningSettings
 from memidex.records.ids import record_id
 from memidex.records.model import Evidence, HistoryEntry, Record, Trust, Valid
 from memidex.trust import confirm as confirm_trust

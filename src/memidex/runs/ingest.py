@@ -33,12 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from memidex.config import Config
+from memidex.config.tables import LearningSettings, ModelSettings
 from memidex.errors import InvalidInputError, RecordError, UsageError
 from memidex.evidence import Run, RunEvidenceError, read_run_bytes, validate_run
 from memidex.learning.analysis import CAUSES, classify, error_text
 from memidex.learning.candidates import Candidate, project
 from memidex.learning.curator import Context, Decision, contradicted, decide, subject_id
-from memidex.learning.settings import LearningSettings, ModelSettings
 from memidex.masking import Masker
 from memidex.records.codec import content_hash, dump_record, parse_record_bytes
 from memidex.records.ids import record_id
@@ -500,7 +500,7 @@ def refold_tests(config: Config, product: str) -> int:
     from memidex.evidence import build_run
 
     runs = RunStore(config)
-    settings = LearningSettings.from_config(config.learning, config.promotion)
+    settings = config.learning
     tests: dict[str, TestState] = {}
     last = 0
     folded = 0
@@ -635,8 +635,8 @@ def ingest_run(store: Store, config: Config, run: Run, *, wait: float,
     from memidex.write.route import refuse_under_daemon
     from memidex.write.writer import Write, writer_session
 
-    settings = LearningSettings.from_config(config.learning, config.promotion)
-    model = ModelSettings.from_config(config.model)
+    settings = config.learning
+    model = config.model
     digest = digest_of(run)
     runs = RunStore(config)
     store.check_write_folders()

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memidex.config import Config
+from memidex.config.tables import MAX_LIMIT, BriefOptions
 from memidex.errors import MemidexError, UsageError
 from memidex.records.ids import ANCHOR_RE, PRODUCT_RE
-from memidex.serve.options import MAX_LIMIT, BriefOptions
 from memidex.serve.rank import REASONS, Ranked
 from memidex.serve.values import Brief, BriefRecord
 
@@ -138,7 +138,7 @@ def build_brief(config: Config, store: Store, db: IndexDB | None, req: BriefRequ
     from memidex.runstate.ordinals import read_ordinals
 
     _check(req)
-    options = BriefOptions.from_config(config.brief)
+    options = config.brief
     ordinals = read_ordinals(config)
     entry = ordinals.get(req.product)
     counted = int(entry.get("next", 1)) - 1 if entry is not None else 0

@@ -1,23 +1,40 @@
-"""Finding the repository root and reading ``memidex.toml``.
+"""Finding the repository root and reading ``memidex.toml``, validated whole at load.
 
 Precedence is flags > environment > file > defaults. This is the only module that
-reads ``MEMIDEX_*`` environment variables.
+reads ``MEMIDEX_*`` environment variables. Every table (``[promotion]``, ``[learning]``,
+``[model]``, ``[brief]``, ``[secrets]``) is checked by :func:`load_config` into its typed
+settings (:mod:`memidex.config.tables`), so a bad key is found by every command — and
+reported by ``doctor`` and ``check`` (``strict=False`` keeps the problems instead of
+raising them).
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from memidex.errors import ConfigError, NotFoundError
+from memidex.config.tables import (
+    BriefOptions,
+    LearningSettings,
+    ModelSettings,
+    PromotionPolicy,
+    check_keys,
+    fraction,
+    whole_number,
+)
+from memidex.errors import ConfigError, NotFoundError, Problem
 
 __all__ = [
     "CONFIG_FILE",
+    "BriefOptions",
     "Config",
+    "LearningSettings",
+    "ModelSettings",
+    "PromotionPolicy",
     "DEFAULT_HALF_LIFE_RUNS",
     "check_keys",
     "find_root",
@@ -55,15 +72,18 @@ class Config:
     secrets_file: str = ".agent-qa/secrets.yaml"
     model_cache_dir: str = "~/.cache/memidex/models"
     lease_ttl_seconds: float = 30.0
-    promotion: Mapping[str, Any] = field(default_factory=dict)
+    promotion: PromotionPolicy = PromotionPolicy()  # [promotion]: docs/trust.md
     secrets: Mapping[str, Any] = field(default_factory=dict)  # [secrets] allow = [...]
-    brief: Mapping[str, Any] = field(default_factory=dict)  # [brief]: docs/brief.md
-    learning: Mapping[str, Any] = field(default_factory=dict)  # [learning]: docs/learning.md
-    model: Mapping[str, Any] = field(default_factory=dict)  # [model]: docs/learning.md
+    brief: BriefOptions = BriefOptions()  # [brief]: docs/brief.md
+    learning: LearningSettings = LearningSettings()  # [learning]: docs/learning.md
+    model: ModelSettings = ModelSettings()  # [model]: docs/learning.md
     half_life_runs: Mapping[str, int] = field(
         default_factory=lambda: dict(DEFAULT_HALF_LIFE_RUNS)
     )
     config_file: Path | None = None
+    problems: tuple[Problem, ...] = ()
+    """With ``load_config(strict=False)``: what is wrong in the file (each key's problem,
+    the key left at its default); ``doctor`` and ``check`` report them."""
 
     @property
     def knowledge_path(self) -> Path:
@@ -81,14 +101,19 @@ class Config:
     def index_path(self) -> Path:
         return self.knowledge_path / "index" / "memidex.sqlite"
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
+        """The effective configuration, as ``doctor --json`` prints it."""
         out: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, Path):
+            if f.name == "problems":
+                value = [p.as_dict() for p in value]
+            elif isinstance(value, Path):
                 value = str(value)
             elif isinstance(value, Mapping):
                 value = dict(value)
+            elif hasattr(value, "to_json"):
+                value = value.to_json()
             out[f.name] = value
         return out
 
@@ -102,38 +127,6 @@ _STR_KEYS = {
     "secrets_file",
     "model_cache_dir",
 }
-
-
-# --- the keys of a table section ([promotion], [learning], [brief]): one set of checks
-
-def check_keys(section: str, table: Mapping[str, Any], keys: Iterable[str]) -> None:
-    """A ConfigError naming the first key of ``table`` that is not one of ``keys``."""
-    known = sorted(keys)
-    unknown = sorted(set(table) - set(known))
-    if unknown:
-        raise ConfigError(f"[{section}]: unknown key `{unknown[0]}` (keys: "
-                          f"{', '.join(known)})")
-
-
-def whole_number(section: str, table: Mapping[str, Any], key: str, default: int, *,
-                 least: int, most: int = 2**63 - 1) -> int:
-    """``table[key]`` (``default`` when absent): a whole number from ``least`` to ``most``,
-    else a ConfigError."""
-    value = table.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
-        bound = f">= {least}" if most == 2**63 - 1 else f"from {least} to {most}"
-        raise ConfigError(f"[{section}]: `{key}` must be a whole number {bound}, "
-                          f"got {value!r}")
-    return value
-
-
-def fraction(section: str, table: Mapping[str, Any], key: str, default: float) -> float:
-    """``table[key]`` (``default`` when absent): a number from 0 to 1, else a ConfigError."""
-    value = table.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        raise ConfigError(f"[{section}]: `{key}` must be a number from 0 to 1, got "
-                          f"{value!r}")
-    return float(value)
 
 
 def find_root(start: Path | None = None) -> Path:
@@ -165,7 +158,7 @@ def _check_value(key: str, value: Any, source: str) -> Any:
     if key == "promotion":
         if not isinstance(value, dict):
             raise ConfigError(f"{source}: `promotion` must be a table")
-        return dict(value)
+        return PromotionPolicy.from_table(value, source)
     if key == "secrets":
         allow = value.get("allow", []) if isinstance(value, dict) else None
         if not isinstance(value, dict) or set(value) - {"allow"} or not isinstance(
@@ -176,11 +169,13 @@ def _check_value(key: str, value: Any, source: str) -> Any:
     if key in ("learning", "model"):
         if not isinstance(value, dict):
             raise ConfigError(f"{source}: `[{key}]` must be a table (docs/learning.md)")
-        return dict(value)  # its keys are checked by memidex.learning.settings
+        if key == "model":
+            return ModelSettings.from_table(value, source)
+        return value  # with [promotion], in load_config: LearningSettings holds both
     if key == "brief":
         if not isinstance(value, dict):
             raise ConfigError(f"{source}: `[brief]` must be a table (docs/brief.md)")
-        return dict(value)  # its keys are checked by memidex.serve.options
+        return BriefOptions.from_table(value, source)
     if key == "half_life_runs":
         if not isinstance(value, dict) or not all(
             isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value.values()
@@ -199,13 +194,18 @@ def load_config(
     *,
     overrides: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
+    strict: bool = True,
 ) -> Config:
-    """Resolve the configuration for ``root`` (discovered when ``None``)."""
+    """Resolve the configuration for ``root`` (discovered when ``None``), every table
+    checked. ``strict=False``: a bad key of the file leaves that key at its default and is
+    kept in ``Config.problems`` (with its line) instead of being raised — for ``doctor``
+    and ``check``, which report it; a file that is not TOML is raised either way."""
     resolved_root = root.resolve() if root is not None else find_root()
     if root is not None and not resolved_root.is_dir():
         raise NotFoundError(f"--root {root} is not a folder",
                             hint="give the repository's folder (where memidex.toml or .git is)")
     values: dict[str, Any] = {}
+    problems: list[Problem] = []
     config_file = resolved_root / CONFIG_FILE
     found: Path | None = None
     if config_file.is_file():
@@ -214,8 +214,15 @@ def load_config(
             data = tomllib.loads(config_file.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{config_file}: {exc}") from None
+        text = config_file.read_text(encoding="utf-8")
         for key, value in data.items():
-            values[key] = _check_value(key, value, str(config_file))
+            try:
+                values[key] = _check_value(key, value, str(config_file))
+            except ConfigError as exc:
+                if strict:
+                    raise
+                problems.append(Problem(str(config_file), _key_line(text, key),
+                                        exc.message.removeprefix(f"{config_file}: ")))
     env = os.environ if environ is None else environ
     for var, key in ENV_KEYS.items():
         if env.get(var):
@@ -223,5 +230,29 @@ def load_config(
     for key, value in (overrides or {}).items():
         if value is not None:
             values[key] = _check_value(key, value, f"--{key.replace('_', '-')}")
-    config = Config(root=resolved_root, config_file=found)
+    learning = values.pop("learning", None)
+    if learning is not None or "promotion" in values:
+        try:
+            values["learning"] = LearningSettings.from_table(
+                learning or {}, str(found or CONFIG_FILE),
+                promotion=values.get("promotion", PromotionPolicy()))
+        except ConfigError as exc:
+            if strict:
+                raise
+            problems.append(Problem(str(found or CONFIG_FILE),
+                                    _key_line(text if found else "", "learning"),
+                                    exc.message.removeprefix(f"{found}: ")))
+    config = Config(root=resolved_root, config_file=found, problems=tuple(problems))
     return replace(config, **values)
+
+
+def _key_line(text: str, key: str) -> int:
+    """The line of ``memidex.toml`` where ``key`` (a key or a ``[table]``) is set (1 when it
+    cannot be told)."""
+    import re
+
+    pattern = re.compile(rf"^\s*(?:\[\s*{re.escape(key)}\s*\]|{re.escape(key)}\s*=)")
+    for number, line in enumerate(text.splitlines(), 1):
+        if pattern.match(line):
+            return number
+    return 1

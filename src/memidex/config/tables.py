@@ -1,0 +1,194 @@
+"""The typed tables of ``memidex.toml``: ``[promotion]`` (docs/trust.md), ``[learning]`` and
+``[model]`` (docs/learning.md), ``[brief]`` (docs/brief.md) — one set of checks for their
+keys, whole numbers and fractions. :func:`memidex.config.load_config` builds them all when
+it loads the file, so a bad key is an error of every command, never only of the one that
+happens to read the table.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from memidex.errors import ConfigError
+
+__all__ = ["DEFAULT_LIMIT", "DEFAULT_TRUST_FLOOR", "MAX_LIMIT", "BriefOptions",
+           "LearningSettings", "ModelSettings", "PromotionPolicy", "check_keys", "fraction",
+           "whole_number"]
+
+
+def check_keys(section: str, table: Mapping[str, Any], keys: Iterable[str]) -> None:
+    """A ConfigError naming the first key of ``table`` that is not one of ``keys``."""
+    known = sorted(keys)
+    unknown = sorted(set(table) - set(known))
+    if unknown:
+        raise ConfigError(f"[{section}]: unknown key `{unknown[0]}` (keys: "
+                          f"{', '.join(known)})")
+
+
+def whole_number(section: str, table: Mapping[str, Any], key: str, default: int, *,
+                 least: int, most: int = 2**63 - 1) -> int:
+    """``table[key]`` (``default`` when absent): a whole number from ``least`` to ``most``,
+    else a ConfigError."""
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
+        bound = f">= {least}" if most == 2**63 - 1 else f"from {least} to {most}"
+        raise ConfigError(f"[{section}]: `{key}` must be a whole number {bound}, "
+                          f"got {value!r}")
+    return value
+
+
+def fraction(section: str, table: Mapping[str, Any], key: str, default: float) -> float:
+    """``table[key]`` (``default`` when absent): a number from 0 to 1, else a ConfigError."""
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise ConfigError(f"[{section}]: `{key}` must be a number from 0 to 1, got "
+                          f"{value!r}")
+    return float(value)
+
+
+def _where(source: str) -> str:
+    return f"{source}: " if source else ""
+
+
+@dataclass(frozen=True, slots=True)
+class PromotionPolicy:
+    """The ``[promotion]`` table (docs/trust.md): when the gate makes a candidate active."""
+
+    min_confirmations: int = 2
+    max_contradictions: int = 0
+
+    @classmethod
+    def from_table(cls, table: Mapping[str, Any], source: str = "") -> PromotionPolicy:
+        """An unknown key or a bad value is a ConfigError."""
+        try:
+            check_keys("promotion", table, ("min_confirmations", "max_contradictions"))
+            return cls(whole_number("promotion", table, "min_confirmations", 2, least=1),
+                       whole_number("promotion", table, "max_contradictions", 0, least=0))
+        except ConfigError as exc:
+            raise ConfigError(_where(source) + exc.message) from None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_INTS = {
+    # key: (default, least)
+    "evidence_max": (5, 1),
+    "deprecate_after_runs": (3, 1),
+    "max_rewrites": (20, 0),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class LearningSettings:
+    """The ``[learning]`` table (docs/learning.md): how the curator and its checks behave."""
+
+    evidence_max: int = 5
+    """Evidence items a record keeps (the last ones; ``evidence_total`` counts them all)."""
+    deprecate_after_runs: int = 3
+    """A record is deprecated after this many passing runs of its test without its anchor."""
+    max_rewrites: int = 20
+    """More supersessions and deprecations than this in one run become proposals."""
+    max_body_change: float = 0.8
+    """A supersession that changes more than this share of the body becomes a proposal."""
+    promotion: PromotionPolicy = field(default_factory=PromotionPolicy)
+
+    @classmethod
+    def from_table(cls, table: Mapping[str, Any], source: str = "", *,
+                   promotion: PromotionPolicy | None = None) -> LearningSettings:
+        try:
+            check_keys("learning", table, (*_INTS, "max_body_change"))
+            values = {key: whole_number("learning", table, key, default, least=least)
+                      for key, (default, least) in _INTS.items()}
+            change = fraction("learning", table, "max_body_change", 0.8)
+        except ConfigError as exc:
+            raise ConfigError(_where(source) + exc.message) from None
+        return cls(**values, max_body_change=change,
+                   promotion=promotion or PromotionPolicy())
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out.pop("promotion")  # its own table
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSettings:
+    """The ``[model]`` table: ``command``, a program that reads a prompt on stdin and
+    answers on stdout (``llm -m gpt-4o-mini``, say). Absent: no model; templates word
+    everything."""
+
+    argv: tuple[str, ...] = ()
+    timeout_seconds: float = 120.0
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.argv)
+
+    @classmethod
+    def from_table(cls, table: Mapping[str, Any], source: str = "") -> ModelSettings:
+        where = _where(source)
+        try:
+            check_keys("model", table, ("command", "timeout_seconds"))
+        except ConfigError as exc:
+            raise ConfigError(where + exc.message) from None
+        command = table.get("command")
+        if command is None:
+            return cls()
+        if isinstance(command, str):
+            try:
+                argv = shlex.split(command)
+            except ValueError as exc:
+                raise ConfigError(f"{where}[model]: `command` cannot be split: {exc}") from None
+        elif isinstance(command, list) and all(isinstance(a, str) for a in command):
+            argv = list(command)
+        else:
+            raise ConfigError(f"{where}[model]: `command` must be a string or a list of "
+                              "strings")
+        if not argv:
+            raise ConfigError(f"{where}[model]: `command` is empty")
+        timeout = table.get("timeout_seconds", 120.0)
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+            raise ConfigError(f"{where}[model]: `timeout_seconds` must be a positive number")
+        return cls(argv=tuple(argv), timeout_seconds=float(timeout))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"command": list(self.argv) or None, "timeout_seconds": self.timeout_seconds}
+
+
+DEFAULT_LIMIT = 20
+"""Records a brief serves at most (``[brief] limit``, ``--limit``)."""
+DEFAULT_TRUST_FLOOR = 0.1
+"""Records below this trust are withheld (``[brief] trust_floor``)."""
+MAX_LIMIT = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class BriefOptions:
+    """The ``[brief]`` table (docs/brief.md)."""
+
+    candidates: bool = False
+    trust_floor: float = DEFAULT_TRUST_FLOOR
+    limit: int = DEFAULT_LIMIT
+
+    @classmethod
+    def from_table(cls, table: Mapping[str, Any], source: str = "") -> BriefOptions:
+        """An unknown key or a bad value is a ConfigError."""
+        try:
+            check_keys("brief", table, ("candidates", "trust_floor", "limit"))
+            candidates = table.get("candidates", False)
+            if not isinstance(candidates, bool):
+                raise ConfigError(f"[brief]: `candidates` must be true or false, got "
+                                  f"{candidates!r}")
+            floor = fraction("brief", table, "trust_floor", DEFAULT_TRUST_FLOOR)
+            limit = whole_number("brief", table, "limit", DEFAULT_LIMIT, least=1,
+                                 most=MAX_LIMIT)
+        except ConfigError as exc:
+            raise ConfigError(_where(source) + exc.message) from None
+        return cls(candidates, floor, limit)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
