@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
+from memidex.config.tables import LearningSettings
 from memidex.evidence import Run, TestResult, parse_run
 from memidex.learning.analysis import classify
 from memidex.learning.candidates import normalise, project
 from memidex.learning.curator import Context, contradicted, decide, subject_id
-from memidex.config.tables import LearningSettings
 from memidex.records.model import Trust
 from test_learning import PRODUCT, a_run, a_test, fact_id, ingest, load, ops, step
 
