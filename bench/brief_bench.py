@@ -40,7 +40,9 @@ def _setup(corpus: Path, n: int, seed: int, tests: int, prefix: str = "bench-tes
     """Give the product a next ordinal and ``tests`` tests with anchors from the corpus's
     anchor pool (seeded), so each brief ranks real records; their names."""
     from memidex.config import load_config
-    from memidex.runstate.store import RunStore, TestState
+    from memidex.learning.fold import TestState
+    from memidex.runstate.tests import TestsFile
+    from memidex.store.state import DIRECT
 
     state = corpus / ".agent-qa"
     state.mkdir(exist_ok=True)
@@ -49,9 +51,9 @@ def _setup(corpus: Path, n: int, seed: int, tests: int, prefix: str = "bench-tes
     pool = gen_corpus.anchor_pool(seed, max(20, n // 5))
     rng = random.Random(f"{prefix}:{seed}")
     names = [f"{prefix}-{i:04d}" for i in range(tests)]
-    RunStore(load_config(corpus)).save_tests(gen_corpus.DEFAULT_PRODUCT, {
+    TestsFile(load_config(corpus), gen_corpus.DEFAULT_PRODUCT).save(DIRECT, {
         name: TestState(anchors=set(rng.sample(pool, rng.randint(4, 12))),
-                        last_ordinal=NEXT - 1, runs=5) for name in names})
+                        last_ordinal=NEXT - 1, runs=5) for name in names}, ordinal=0)
     return names
 
 

@@ -13,9 +13,11 @@ import pytest
 from conftest import make_record, run_cli, write_record
 from memidex.app import Memidex
 from memidex.config import load_config
+from memidex.learning.fold import TestState
 from memidex.records.model import HistoryEntry, Record, Relations, Trust, Valid
 from memidex.runstate.served import served_at
-from memidex.runstate.store import RunStore, TestState
+from memidex.runstate.tests import TestsFile
+from memidex.store.state import DIRECT
 
 NEXT = 42  # shop-web's next run ordinal in these tests
 
@@ -28,8 +30,9 @@ def _ordinals(repo: Path, **products: int) -> None:
 
 
 def _runs(repo: Path, product: str, **tests: set[str]) -> None:
-    RunStore(load_config(repo)).save_tests(product, {
-        t: TestState(anchors=set(a), last_ordinal=NEXT - 1, runs=3) for t, a in tests.items()})
+    TestsFile(load_config(repo), product).save(DIRECT, {
+        t: TestState(anchors=set(a), last_ordinal=NEXT - 1, runs=3) for t, a in tests.items()},
+        ordinal=0)
 
 
 def _policies(repo: Path) -> None:
@@ -334,6 +337,6 @@ def test_the_facade_and_the_cli_agree(repo: Path, shop: dict[str, Record]) -> No
     with Memidex(repo) as m:
         b = m.brief("checkout-happy-path", record=False)
     cli = _brief(repo, "checkout-happy-path", "--no-record")
-    assert json.loads(json.dumps(b.as_dict())) == cli
+    assert json.loads(json.dumps(b.to_json())) == cli
     md = run_cli(repo, "brief", "checkout-happy-path", "--no-record", check=True).stdout
     assert markdown(b) == md

@@ -236,17 +236,18 @@ def test_a_persons_edit_between_reading_and_writing_is_never_clobbered(
         repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The curation commands pass the hash they read: the writer refuses a changed file."""
     from memidex.app import Memidex
+    from memidex.app.curation import Curation
     from memidex.errors import ConflictError
 
     path = write_record(repo, _base())
-    real_load = Memidex._load_for_write
+    real_load = Curation.load_for_write
 
-    def load_then_edit(m: Memidex, prefix: str) -> tuple[Record, str, str]:
-        loaded = real_load(m, prefix)
+    def load_then_edit(c: Curation, prefix: str) -> tuple[Record, str, str]:
+        loaded = real_load(c, prefix)
         path.write_text(path.read_text().replace("terms are ticked", "terms are ticked!"))
         return loaded
 
-    monkeypatch.setattr(Memidex, "_load_for_write", load_then_edit)
+    monkeypatch.setattr(Curation, "load_for_write", load_then_edit)
     with Memidex(repo) as m, pytest.raises(ConflictError):
         m.confirm(RID)
     assert "ticked!" in path.read_text() and "confirmations: 2" in path.read_text()

@@ -185,7 +185,8 @@ def test_a_paused_daemon_is_taken_over_and_writes_nothing_after_it_resumes(
     after_takeover = _files(ttl_repo, f"{KNOWLEDGE}/records")
     store = Store(load_config(ttl_repo))
     late = make_record(anchor="page:/late", title="queued for the stale daemon")
-    item = Queue(store.queue_dir).submit("knowledge add", [encode_change(store, Write(late))])
+    item = Queue(store.queue_dir).submit("knowledge add",
+                                         {"changes": [encode_change(store, Write(late))]})
     os.kill(d.pid, signal.SIGCONT)
     code, _, err = d.finish(timeout=15)
     assert code == 3, err
@@ -227,11 +228,12 @@ def test_daemon_once_applies_what_is_queued_and_exits(repo: Path) -> None:
     queue = Queue(store.queue_dir)
     records = [make_record(anchor=f"page:/q{i}", title=f"queued {i}") for i in range(3)]
     for r in records:
-        queue.submit("knowledge add", [encode_change(store, Write(r, None))])
+        queue.submit("knowledge add", {"changes": [encode_change(store, Write(r, None))]})
     existing = make_record(anchor="page:/exists", title="already here")
     write_record(repo, existing)
     clash = make_record(anchor="page:/exists", title="written as new, exists meanwhile")
-    queue.submit("knowledge add", [encode_change(store, Write(clash, None))])  # a conflict
+    # a conflict
+    queue.submit("knowledge add", {"changes": [encode_change(store, Write(clash, None))]})
     out = run_cli(repo, "daemon", "--once", "--json", check=True)
     report = json.loads(out.stdout)
     assert [a["ok"] for a in report["applied"]] == [True, True, True, False]

@@ -147,7 +147,8 @@ def test_doctor_lists_corrections_waiting_in_the_inbox(repo: Path) -> None:
     _two_records(repo)
     store = Store(load_config(repo))
     item = Queue(store.queue_dir).submit(
-        "knowledge confirm", [encode_change(store, Write(make_record(title="Queued")))])
+        "knowledge confirm",
+        {"changes": [encode_change(store, Write(make_record(title="Queued")))]})
     code, report = _doctor(repo)
     inbox = report["lease"]["inbox"]  # type: ignore[index]
     assert [i["id"] for i in inbox] == [item]

@@ -87,7 +87,7 @@ def test_edit_on_disk_is_seen_by_next_search(repo: Path) -> None:
     m2 = Memidex(repo)
     hits = m2.search("zebra").results
     assert [h.id for h in hits] == [rec.id]
-    assert m2.last_refresh.changed == [str(path.relative_to(repo))]
+    assert m2.reading.last_refresh.changed == [str(path.relative_to(repo))]
 
 
 def test_delete_and_add_are_seen(repo: Path) -> None:
@@ -99,7 +99,7 @@ def test_delete_and_add_are_seen(repo: Path) -> None:
     write_record(repo, b)
     m = Memidex(repo)
     assert [h.id for h in m.search("alpha").results] == [b.id]
-    assert len(m.last_refresh.deleted) == 1 and len(m.last_refresh.added) == 1
+    assert len(m.reading.last_refresh.deleted) == 1 and len(m.reading.last_refresh.added) == 1
 
 
 def test_stat_fast_path_skips_unchanged_old_files(repo: Path) -> None:
@@ -110,13 +110,13 @@ def test_stat_fast_path_skips_unchanged_old_files(repo: Path) -> None:
     m.rebuild_index()
     m2 = Memidex(repo)
     m2.search("place")
-    assert m2.last_refresh.touched == 0
+    assert m2.reading.last_refresh.touched == 0
     # same mtime but a different size is still noticed
     path.write_text(path.read_text() + "More words.\n")
     os.utime(path, (old, old))
     m3 = Memidex(repo)
     m3.search("place")
-    assert m3.last_refresh.changed
+    assert m3.reading.last_refresh.changed
 
 
 def test_missing_index_means_bundle_scan(repo: Path) -> None:
@@ -126,7 +126,7 @@ def test_missing_index_means_bundle_scan(repo: Path) -> None:
     result = m.search("place order")
     assert result.level == "bundle-scan"
     assert [h.id for h in result.results] == [rec.id]
-    assert m.doctor()["level"] == "bundle-scan"
+    assert m.doctor().level == "bundle-scan"
 
 
 def test_garbage_index_means_bundle_scan_and_rebuild_recovers(repo: Path) -> None:
@@ -362,8 +362,8 @@ def _git_repo_with_records(repo: Path, n: int = 3) -> list[Path]:
 
 def _refresh(repo: Path) -> object:
     m = Memidex(repo)
-    m.index()
-    report = m.last_refresh
+    m.reading.open()
+    report = m.reading.last_refresh
     m.close()
     return report
 
@@ -393,7 +393,7 @@ def test_git_path_sees_an_edit_that_was_committed_meanwhile(repo: Path) -> None:
 def test_git_path_sees_an_in_place_edit_of_an_untracked_file(repo: Path) -> None:
     _git_repo_with_records(repo)
     extra = write_record(repo, make_record(anchor="el:new:thing", title="new thing"))
-    Memidex(repo).index()
+    Memidex(repo).reading.open()
     _age(repo)
     Memidex(repo).rebuild_index()
     with extra.open("a") as f:

@@ -72,7 +72,7 @@ def ingest(root: Path, run: dict[str, Any] | Path, **kw: Any) -> dict[str, Any]:
     """Ingest through the library facade; the --json result as a dict."""
     path = run if isinstance(run, Path) else write_run(root.parent / "runs-in", run)
     with Memidex(root) as m:
-        return m.ingest(path, **kw).as_dict()
+        return m.ingest(path, **kw).to_json()
 
 
 def cli_json(root: Path, *args: str, code: int = 0) -> dict[str, Any]:
@@ -547,7 +547,7 @@ def test_the_example_series_teaches_what_docs_runs_md_says(repo: Path) -> None:
     sug = load(repo, suggestions)
     assert sug.trust.contradictions == 0 and sug.status == "active"
     assert sug.valid.until is None and not sug.history
-    diff = Memidex(repo).diff("v1.4.2", PRODUCT)
+    diff = Memidex(repo).diff("v1.4.2", PRODUCT).to_json()
     assert place in diff["superseded"]
     diff_cli = cli_json(repo, "knowledge", "diff", "v1.4.2", "--product", PRODUCT)
     assert diff_cli["superseded"] == diff["superseded"]
@@ -596,7 +596,7 @@ def test_a_fact_is_deprecated_after_three_passing_runs_without_its_anchor(repo: 
     assert load(repo, a).status == "active"
     out = ingest(repo, _two_anchor_run("r-7", False))
     assert b not in ops(out)
-    diff = Memidex(repo).diff("v1", PRODUCT)
+    diff = Memidex(repo).diff("v1", PRODUCT).to_json()
     assert b in diff["deprecated"]
 
 
@@ -700,7 +700,7 @@ def test_rollback_restores_the_exact_bytes_and_removes_what_the_run_created(repo
     assert {Path(p).stem for p in data["removed"]} == set(created)
     listed = {r["run_id"]: r for r in cli_json(repo, "runs", "list")["runs"]}
     assert listed["r-0052"]["rolled_back"] is True and listed["r-0051"]["rolled_back"] is False
-    assert "r-0052" not in Memidex(repo).diff("v1.4.2", PRODUCT)["runs"]
+    assert "r-0052" not in Memidex(repo).diff("v1.4.2", PRODUCT).to_json()["runs"]
 
 
 def _one_element(run_id: str, test_id: str, target: str, observed: str) -> dict[str, Any]:

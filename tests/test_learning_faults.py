@@ -240,8 +240,12 @@ def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_bytes(
 
 DRIVER = """
 import os, signal, sys
-import memidex.runs.ingest as ingest
-ingest.{name} = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
+import memidex.runstate.store as store
+{name} = store.RunStore.freeze
+def killed_after(self, *a, **k):
+    {name}(self, *a, **k)
+    os.kill(os.getpid(), signal.SIGKILL)
+store.RunStore.freeze = killed_after
 sys.argv = ["memidex"] + sys.argv[1:]
 from memidex.cli.main import run
 run()
@@ -253,7 +257,7 @@ def test_a_kill_after_the_run_is_frozen_never_gives_two_runs_one_ordinal(
     """Killed between freezing the run and counting its ordinal, then another run is
     ingested before the first is resumed: each run must still get an ordinal of its own."""
     driver = tmp_path / "driver.py"
-    driver.write_text(DRIVER.format(name="_ensure_ordinals"), encoding="utf-8")
+    driver.write_text(DRIVER.format(name="freeze"), encoding="utf-8")
     r1 = write_run(tmp_path, checkout("r-1"))
     out = subprocess.run([sys.executable, str(driver), "--root", str(repo), "runs", "ingest",
                           str(r1)], cwd=repo, capture_output=True, check=False)

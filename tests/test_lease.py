@@ -251,11 +251,13 @@ def test_maintenance_refuses_at_once_under_a_live_holder(root: Path) -> None:
 
 def test_injected_clock_takes_over_a_stale_heartbeat_and_fences_the_old_holder(
         root: Path) -> None:
+    # a stale heartbeat: both the wall clock and the machine's monotonic clock say so
     store = store_for(root)
     with writer_session(store, wait=0, ttl=30) as old:
         old.write(make_record("first"))
-        later = time.time() + 31
-        with writer_session(store, wait=0, ttl=30, clock=lambda: later) as new:
+        later, mono_later = time.time() + 31, time.monotonic() + 31
+        with writer_session(store, wait=0, ttl=30, clock=lambda: later,
+                            mono=lambda: mono_later) as new:
             assert new.epoch == old.epoch + 1
             assert new.lease.took_over == "stale heartbeat"
             assert not old.lease.heartbeat()

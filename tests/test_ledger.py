@@ -286,7 +286,7 @@ def test_a_reader_never_sees_half_a_change_set(scratch: Path) -> None:  # noqa: 
            "know", "--all-products", "--json"]
     try:
         with Memidex(root) as m:
-            m.recheck_seconds = 0
+            m.reading.recheck_seconds = 0
             while writer.poll() is None or looks < 20:
                 if looks % 10 == 9:  # the CLI: a new process, its git call prefetched
                     out = subprocess.run(cli, capture_output=True, text=True)

@@ -246,7 +246,7 @@ def test_versions_at_gives_the_version_whose_window_holds_the_ordinal(
     r = _versioned(repo)
     m = Memidex(repo)
     m.rebuild_index()
-    db = m.index()
+    db = m.reading.open()
     assert db is not None
     rows = versions_at(db, ordinal, "shop-web")
     assert sorted(row.title for row in rows) == sorted(titles)
@@ -272,7 +272,7 @@ def test_versions_at_is_one_query(repo: Path) -> None:
     _versioned(repo)
     m = Memidex(repo)
     m.rebuild_index()
-    db = m.index()
+    db = m.reading.open()
     assert db is not None
     seen: list[str] = []
     db.conn.set_trace_callback(seen.append)
@@ -287,7 +287,7 @@ def test_an_edit_of_the_history_is_seen_by_the_next_refresh(repo: Path) -> None:
     m = Memidex(repo)
     m.rebuild_index()
     write_record(repo, replace(r, history=r.history[1:]))
-    db = m.index()
+    db = m.reading.open()
     assert db is not None
     assert [v.title for v in versions_at(db, 5, "shop-web")] == ["Other"]
     assert [v.title for v in versions_at(db, 12, "shop-web", ids=(r.id,))] == ["Second wording"]
@@ -347,7 +347,7 @@ def test_doctor_lists_migrations_and_tables(repo: Path) -> None:
     _versioned(repo)
     m = Memidex(repo)
     m.rebuild_index()
-    index = m.doctor()["index"]
+    index = m.doctor().index
     assert index["migrations"] == [name for name, _ in MIGRATIONS]
     assert set(index["tables"]) == set(TABLES)
     assert index["tables"]["records"] == 3 and index["tables"]["history_versions"] == 2

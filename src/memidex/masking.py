@@ -9,8 +9,9 @@ data and stays. Nothing else is masked.
 :meth:`Masker.mask_record` is the one write boundary for a record: every string it stores
 (title, body, anchors, scope keys and values, evidence and history strings) is masked
 before its id is computed, and a product name holding a secret is refused.
-:meth:`Masker.mask_hits`, :meth:`Masker.mask_rows` and :meth:`Masker.mask_shown` mask
-secrets in what memidex prints (a secret typed by hand into a committed record);
+:meth:`Masker.mask_hits`, :meth:`Masker.mask_summaries`, :meth:`Masker.mask_json` and
+:meth:`Masker.mask_shown` mask secrets in what memidex prints (a secret typed by hand
+into a committed record);
 :meth:`Masker.load` reads the secrets file only when it exists and caches it.
 """
 
@@ -169,17 +170,33 @@ class Masker:
                         anchors=tuple(m(a) for a in h.anchors))
                 for h in cast(list[Any], hits)]
 
-    def mask_rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """``list`` rows: every string, and every string in a list value."""
+    def mask_summaries(self, rows: list[_T]) -> list[_T]:
+        """Listing rows (:class:`memidex.records.shape.RecordSummary`): id, path, title,
+        anchors."""
         if not self.secrets:
             return rows
         m = self.mask_secrets
-        return [{k: m(v) if isinstance(v, str) else
-                 [m(x) if isinstance(x, str) else x for x in v] if isinstance(v, list) else v
-                 for k, v in row.items()} for row in rows]
+        return [replace(r, title=m(r.title), anchor=m(r.anchor), path=m(r.path),
+                        anchors=tuple(m(a) for a in r.anchors))
+                for r in cast(list[Any], rows)]
+
+    def mask_json(self, data: Any) -> Any:
+        """JSON data (a frozen run as ``runs show`` reads it): every string masked, keys
+        included."""
+        if not self.secrets:
+            return data
+        m = self.mask_secrets
+        if isinstance(data, str):
+            return m(data)
+        if isinstance(data, list):
+            return [self.mask_json(v) for v in data]
+        if isinstance(data, dict):
+            return {m(k) if isinstance(k, str) else k: self.mask_json(v)
+                    for k, v in data.items()}
+        return data
 
     def mask_shown(self, shown: _T) -> _T:
-        """A shown record (:class:`memidex.results.ShownRecord`): its text, and the record
+        """A shown record (:class:`memidex.app.results.ShownRecord`): its text, and the record
         parsed again from the masked text (field by field when the mask made it unreadable)."""
         s = cast(Any, shown)
         text = self.mask_secrets(s.text)

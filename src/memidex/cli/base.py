@@ -99,6 +99,7 @@ def _root(
     STATE.root = root
 
 
-def memidex(*, reading: bool = False, wait: float = 10.0) -> Memidex:
+def memidex(*, reading: bool = False, wait: float = 10.0,
+            strict_config: bool = True) -> Memidex:
     """The facade for this command (see :func:`memidex.cli.fast.open_memidex`)."""
-    return open_memidex(STATE.root, reading=reading, wait=wait)
+    return open_memidex(STATE.root, reading=reading, wait=wait, strict_config=strict_config)

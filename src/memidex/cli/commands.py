@@ -132,15 +132,15 @@ def doctor(json_out: JsonOpt = False) -> None:
     """
     from memidex.cli import views
 
-    with memidex(reading=True) as m:
+    with memidex(reading=True, strict_config=False) as m:
         report = m.doctor()
     if json_out:
         from memidex.cli.render import print_json
 
-        print_json(report)
+        print_json(report.to_json())
     else:
-        views.doctor(report)
-    if not report["healthy"]:
+        views.doctor(report.to_json())
+    if not report.healthy:
         raise ProblemsFound("doctor found problems", hint="see the report above")
 
 
@@ -222,7 +222,7 @@ def show(
     if json_out:
         from memidex.cli.render import print_json
 
-        print_json(shown.as_dict())
+        print_json(shown.to_json())
     elif raw:  # the file as stored; on a terminal, its control characters as spaces
         from memidex.cli.plain import safe
 
@@ -255,14 +255,15 @@ def list_(
     from memidex.cli import views
 
     with memidex(reading=True) as m:
-        rows = m.list_records(product=product, all_products=all_products, kinds=kind or (),
-                              statuses=status, anchors=anchor or (), limit=limit)
+        listing = m.list_records(product=product, all_products=all_products,
+                                 kinds=kind or (), statuses=status, anchors=anchor or (),
+                                 limit=limit)
     if json_out:
         from memidex.cli.render import print_json
 
-        print_json({"count": len(rows), "records": rows})
+        print_json(listing.to_json())
     else:
-        views.listing(rows)
+        views.listing(listing)
 
 
 @knowledge.command()
@@ -287,7 +288,7 @@ def check(
         fmt = "json"
     if fmt not in ("text", "json", "github"):
         raise UsageError(f"unknown --format {fmt!r}: use text, json or github")
-    with memidex() as m:
+    with memidex(strict_config=False) as m:
         report = m.check()
     views.check(report, fmt)
     if not report.ok:
@@ -338,16 +339,12 @@ def add(
                              hint="give each scope key once")
         scope_map[key.strip()] = value.strip()
     with memidex(wait=wait) as m:
-        chosen = product or m.config.product
-        if not chosen:
-            raise UsageError("no product", hint="pass --product or set `product` in "
-                             "memidex.toml")
-        result = m.add(kind=kind, product=chosen, anchors=anchor, title=title, body=text,
+        result = m.add(kind=kind, product=product, anchors=anchor, title=title, body=text,
                        scope=scope_map)
     if json_out:
         from memidex.cli.render import print_json
 
-        print_json(result.as_dict())
+        print_json(result.to_json())
     else:
         from memidex.cli.plain import safe
 

@@ -27,7 +27,7 @@ def _done(result: Any, json_out: bool) -> None:
     if json_out:
         from memidex.cli.render import print_json
 
-        print_json(result.as_dict())
+        print_json(result.to_json())
     else:
         from memidex.cli.plain import safe
 
@@ -180,4 +180,4 @@ def daemon(
     if json_out:
         from memidex.cli.render import print_json
 
-        print_json(report.as_dict())
+        print_json(report.to_json())

@@ -16,13 +16,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from memidex.app import Memidex
 
 __all__ = ["BriefArgs", "RebuildArgs", "SearchArgs", "open_memidex", "parse_fast",
-           "rebuild_dict", "run_brief", "run_fast", "run_rebuild", "run_search"]
+           "run_brief", "run_fast", "run_rebuild", "run_search"]
 
 
 @dataclass
@@ -169,23 +169,23 @@ def parse_fast(argv: Sequence[str]) -> Args | None:
     return args
 
 
-def open_memidex(root: Path | None, *, reading: bool = False, wait: float = 10.0) -> Memidex:
+def open_memidex(root: Path | None, *, reading: bool = False, wait: float = 10.0,
+                 strict_config: bool = True) -> Memidex:
     """The facade for one command. A reading command starts the staleness check's git
-    call before the heavier imports, so the two overlap."""
+    call before the heavier imports, so the two overlap. ``strict_config=False``
+    (``doctor``, ``check``): a bad key of memidex.toml is reported, not refused."""
+    from memidex.config import load_config
+
+    config = load_config(root, strict=strict_config)
     if reading:
-        from memidex.config import load_config
         from memidex.index.staleness import prefetch
         from memidex.store.files import Store
 
-        config = load_config(root)
         store = Store(config)
         prefetch(str(store.root), [store.records_rel, store.policies_rel])
-        from memidex.app import Memidex
-
-        return Memidex(config=config, wait=wait)
     from memidex.app import Memidex
 
-    return Memidex(root, wait=wait)
+    return Memidex(config=config, wait=wait)
 
 
 def run_fast(args: Args) -> None:
@@ -215,7 +215,7 @@ def run_brief(args: BriefArgs) -> None:
     if fmt == "json":
         from memidex.cli.render import print_json
 
-        print_json(result.as_dict())
+        print_json(result.to_json())
     else:
         from memidex.serve.render import markdown
 
@@ -232,17 +232,9 @@ def run_rebuild(args: RebuildArgs) -> None:
     if args.json_out:
         from memidex.cli.render import print_json
 
-        print_json(rebuild_dict(report, m.store.rel(Path(report.path))))
+        print_json(report.to_json(m.store.rel(Path(report.path))))
     else:
         plain.rebuild_text(report, m.store.rel(Path(report.path)))
-
-
-def rebuild_dict(report: Any, path: str) -> dict[str, Any]:
-    """``rebuild-index --json``: ``path`` relative to the root like every other command's,
-    and the file problems under ``errors`` like ``check`` and ``doctor``."""
-    return {"path": path, "records": report.records, "policies": report.policies,
-            "seconds": round(report.seconds, 3),
-            "errors": [p.as_dict() for p in report.problems]}
 
 
 def run_search(args: SearchArgs) -> None:
@@ -254,7 +246,7 @@ def run_search(args: SearchArgs) -> None:
     if args.json_out:
         from memidex.cli.render import print_json
 
-        print_json(result.as_dict())
+        print_json(result.to_json())
     else:
         from memidex.cli.plain import search_text
 

@@ -79,7 +79,7 @@ def review(
     if fmt == "json":
         from memidex.cli.render import print_json
 
-        print_json(report.as_dict())
+        print_json(report.to_json())
         return
     text = markdown(report)
     if fmt == "github":

@@ -39,13 +39,6 @@ def _t(text: object) -> str:
     return escape(safe(str(text)))
 
 
-def _product(m: Any, product: str | None) -> str:
-    chosen = product or m.config.product
-    if not chosen:
-        raise UsageError("no product", hint="pass --product or set `product` in memidex.toml")
-    return str(chosen)
-
-
 FormatOpt = Annotated[str, typer.Option(
     "--format", help="auto (default), evidence (docs/runs.md), playwright (its JSON "
     "reporter) or junit (JUnit XML: pytest, Maven Surefire, Playwright's junit reporter).")]
@@ -84,7 +77,14 @@ def import_report(
             raise UsageError("runs import reads reports: --format auto, playwright or junit")
         result = m.import_report(report, fmt=fmt, product=product, run_id=run_id,
                                  build_tag=build_tag, ci=ci)
-    text = json.dumps(result.evidence, ensure_ascii=False, indent=1) + "\n"
+    try:
+        text = json.dumps(result.evidence, ensure_ascii=False, indent=1) + "\n"
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        from memidex.errors import InvalidInputError
+
+        raise InvalidInputError(f"{report}: the report holds a lone UTF-16 surrogate, "
+                                "which is not text") from None
     if output is not None:
         from memidex.store.fsio import atomic_write
 
@@ -96,10 +96,7 @@ def import_report(
     for warning in result.warnings:
         sys.stderr.write(f"warning: {_t(warning)}\n")
     if json_out:
-        _json({"run_id": result.run_id, "format": result.format, "counts": result.counts,
-               "warnings": result.warnings,
-               "output": str(output) if output is not None else None,
-               "evidence": None if output is not None else result.evidence})
+        _json(result.to_json(str(output) if output is not None else None))
         return
     if output is None:
         sys.stdout.write(text)
@@ -123,6 +120,10 @@ def ingest(
     product: ProductOpt = None,
     run_id: RunIdOpt = None,
     wait: WaitOpt = 10.0,
+    no_wait: Annotated[bool, typer.Option("--no-wait", help="While `memidex daemon` holds "
+                                          "the writer lease: queue the run for it and "
+                                          "return at once with the queued item's id (the "
+                                          "daemon applies it in order).")] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Learn from one test run (run evidence, or a Playwright JSON / JUnit XML report —
@@ -133,6 +134,8 @@ def ingest(
     becomes a proposal (`knowledge proposals`).
 
     The same run again changes nothing; the same run id with other content exits 4.
+    While `memidex daemon` holds the writer lease, the daemon applies the run (the
+    command waits for it, up to --wait seconds, or returns at once with --no-wait).
 
     --json: {run_id, ordinal, changes: [{op, id}], proposals, analysis, ...}
     (docs/schemas/runs-ingest.schema.json).
@@ -143,11 +146,12 @@ def ingest(
         result = plain.with_progress(
             "curating", lambda cb: m.ingest(run_file, ci=ci, build_tag=build_tag,
                                             fmt=fmt, product=product, run_id=run_id,
-                                            progress=cb), quiet=json_out)
-        if not result.already and m.index() is None and not m.config.index_path.exists():
-            m.rebuild_index()  # serving needs the index: a deleted one is built again
+                                            progress=cb, no_wait=no_wait), quiet=json_out)
     if json_out:
-        _json(result.as_dict())
+        _json(result.to_json())
+        return
+    if result.queued is not None:
+        sys.stdout.write(f"{_t(result.run_id)}: queued for the daemon as {result.queued}\n")
         return
     ops: dict[str, int] = {}
     for c in result.changes:
@@ -178,10 +182,11 @@ def list_runs(product: ProductOpt = None, json_out: JsonOpt = False) -> None:
     --json: {runs: [{run_id, product, ordinal, build_tag, ci, verdicts, changes, ...}]}.
     """
     with memidex(reading=True) as m:
-        rows = m.runs(product)
+        listing = m.runs(product)
     if json_out:
-        _json({"runs": rows})
+        _json(listing.to_json())
         return
+    rows = [r.to_json() for r in listing.runs]
     from rich.table import Table
 
     from memidex.cli.render import console
@@ -213,10 +218,11 @@ def show_run(
     """One ingested run: its ordinal, build, each test's verdict and root cause, the
     records it was served, and the changes its curation made."""
     with memidex(reading=True) as m:
-        data = m.run(run_id)
+        detail = m.run(run_id)
     if json_out:
-        _json(data)
+        _json(detail.to_json())
         return
+    data = detail.to_json()
     from memidex.cli.render import console
 
     c = console()
@@ -256,10 +262,11 @@ def diff(
     --json: {tag, product, since_ordinal, added, confirmed, superseded, deprecated}.
     """
     with memidex(reading=True) as m:
-        data = m.diff(tag, _product(m, product))
+        report = m.diff(tag, product)
     if json_out:
-        _json(data)
+        _json(report.to_json())
         return
+    data = report.to_json()
     from rich.table import Table
 
     from memidex.cli.render import console
@@ -290,11 +297,11 @@ def rollback(
     --json: {run_id, runs, restored, removed, changed}.
     """
     with memidex(wait=wait) as m:
-        data = m.rollback(run_id, cascade=cascade)
-        m.index()
+        result = m.rollback(run_id, cascade=cascade)
     if json_out:
-        _json(data)
+        _json(result.to_json())
         return
+    data = result.to_json()
     sys.stdout.write(f"rolled back {', '.join(data['runs'])}: {len(data['restored'])} "
                      f"restored, {len(data['removed'])} removed\n")
 
@@ -319,12 +326,13 @@ def proposals(
     """
     if action is None:
         with memidex(reading=True) as m:
-            items = m.proposals()
-        rows = [{k: v for k, v in p.as_dict().items() if k not in ("text", "expected")}
-                for p in items]
+            listing = m.proposals()
         if json_out:
-            _json({"proposals": rows})
+            _json(listing.to_json())
             return
+        rows = [p.summary() for p in listing.proposals]
+        for bad in listing.damaged:
+            sys.stderr.write(f"warning: {_t(bad)} (left in the queue)\n")
         from rich.table import Table
 
         from memidex.cli.render import console
@@ -348,10 +356,9 @@ def proposals(
         raise UsageError(f"`proposals {action}` needs a proposal ID",
                          hint="`memidex knowledge proposals` lists them")
     with memidex(wait=wait) as m:
-        data = m.decide_proposal(proposal_id, accept=action == "accept")
-        if action == "accept":
-            m.index()
+        decision = m.decide_proposal(proposal_id, accept=action == "accept")
     if json_out:
-        _json(data)
+        _json(decision.to_json())
         return
+    data = decision.to_json()
     sys.stdout.write(f"{data['decision']} {data['id']}: {data['op']} {data['record_id']}\n")

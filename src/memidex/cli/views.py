@@ -17,7 +17,7 @@ from memidex.cli.plain import safe
 from memidex.cli.render import console, escape
 
 if TYPE_CHECKING:
-    from memidex.app import CheckReport, ShownRecord
+    from memidex.app import CheckReport, RecordList, ShownRecord
 
 __all__ = ["check", "doctor", "github_data", "github_property", "listing", "show"]
 
@@ -64,8 +64,9 @@ def show(shown: ShownRecord) -> None:
         c.print(f"[red]the same id is also in {_t(', '.join(shown.duplicates))}[/red]")
 
 
-def listing(rows: list[dict[str, Any]]) -> None:
+def listing(listing: RecordList) -> None:
     c = console()
+    rows = listing.records
     if not rows:
         c.print("no records.")
         return
@@ -77,7 +78,7 @@ def listing(rows: list[dict[str, Any]]) -> None:
     table.add_column("id", no_wrap=True, overflow="ignore")
     table.add_column("title", overflow="fold")
     for row in rows:
-        table.add_row(_t(row["kind"]), _t(row["status"]), _t(row["id"]), _t(row["title"]))
+        table.add_row(_t(row.kind), _t(row.status), _t(row.id), _t(row.title))
     c.print(table)
     c.print(f"{len(rows)} record(s)")
 
@@ -97,7 +98,7 @@ def check(report: CheckReport, fmt: str) -> None:
     if fmt == "json":
         from memidex.cli.render import print_json
 
-        print_json(report.as_dict())
+        print_json(report.to_json())
         return
     out = sys.stdout
     if fmt == "github":

@@ -77,6 +77,13 @@ class ImportResult:
     def run_id(self) -> str:
         return str(self.evidence["run_id"])
 
+    def to_json(self, output: str | None = None) -> dict[str, Any]:
+        """``runs import --json``; ``output``: the file the evidence was written to (then
+        the evidence itself is left out)."""
+        return {"run_id": self.run_id, "format": self.format, "counts": self.counts,
+                "warnings": self.warnings, "output": output,
+                "evidence": None if output is not None else self.evidence}
+
 
 def report_run_id(digest: str) -> str:
     """The run id of a report whose SHA-256 is ``digest``: the same bytes, the same run."""

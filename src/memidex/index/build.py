@@ -84,6 +84,14 @@ class BuildReport:
     moved_aside: str | None = None  # what was in the index's place, moved aside
     stale_builds_removed: list[str] = field(default_factory=list)
 
+    def to_json(self, relpath: str) -> dict[str, Any]:
+        """``rebuild-index --json``: ``relpath`` (the index, relative to the root, like
+        every other command's paths) and the file problems under ``errors`` like
+        ``check`` and ``doctor``."""
+        return {"path": relpath, "records": self.records, "policies": self.policies,
+                "seconds": round(self.seconds, 3),
+                "errors": [p.as_dict() for p in self.problems]}
+
 
 def record_row(lr: LoadedRecord) -> tuple[Any, ...]:
     r = lr.record

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from memidex.index.db import IndexDB, translating
-from memidex.records.shape import summary
+from memidex.records.shape import RecordSummary
 from memidex.search.ranking import (
     COLUMN_WEIGHTS,
     SearchHit,
@@ -25,25 +25,8 @@ __all__ = ["IndexRow", "VersionRow", "duplicate_ids", "find_ids", "list_records"
 _BM25 = "bm25(records_fts, {}, {}, {})".format(*COLUMN_WEIGHTS)
 
 
-@dataclass(frozen=True)
-class IndexRow:
-    id: str
-    path: str
-    kind: str
-    status: str
-    product: str
-    anchor: str
-    title: str
-    anchors: tuple[str, ...]
-    source: str
-    confirmations: int
-    contradictions: int
-    last_confirmed: int | None
-    valid_from: int
-    valid_until: int | None
-
-    def as_dict(self) -> dict[str, Any]:
-        return summary(**{f: getattr(self, f) for f in self.__dataclass_fields__})
+IndexRow = RecordSummary
+"""A row of the index's ``records`` table, as a listing row."""
 
 
 _ROW_COLS = ("r.id, r.path, r.kind, r.status, r.product, r.anchor, r.title, r.anchors,"
@@ -51,8 +34,8 @@ _ROW_COLS = ("r.id, r.path, r.kind, r.status, r.product, r.anchor, r.title, r.an
              " r.valid_until")
 
 
-def _row(t: tuple[Any, ...]) -> IndexRow:
-    return IndexRow(t[0], t[1], t[2], t[3], t[4], t[5], t[6], tuple(t[7].split("\n")),
+def _row(t: tuple[Any, ...]) -> RecordSummary:
+    return RecordSummary(t[0], t[1], t[2], t[3], t[4], t[5], t[6], tuple(t[7].split("\n")),
                     t[8], t[9], t[10], t[11], t[12], t[13])
 
 

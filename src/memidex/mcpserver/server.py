@@ -109,10 +109,10 @@ def build_server(m: Memidex, on_facade: Callable[[Callable[[], Any]], Awaitable[
 
     def listing() -> list[types.Resource]:
         out = [types.Resource(
-            uri=RECORD_URI + quote(row["id"], safe=""), name=row["id"], title=row["title"],
+            uri=RECORD_URI + quote(row.id, safe=""), name=row.id, title=row.title,
             mime_type="text/markdown",
-            description=f"{row['kind']} record ({row['status']}) of {row['product']}")
-            for row in m.list_records(all_products=True)]
+            description=f"{row.kind} record ({row.status}) of {row.product}")
+            for row in m.list_records(all_products=True).records]
         out += [types.Resource(
             uri=POLICY_URI + quote(p["id"], safe=""), name=p["id"], title=p["rule"][:120],
             mime_type="application/json", description=f"policy ({p['severity']})")

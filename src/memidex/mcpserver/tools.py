@@ -130,7 +130,7 @@ def _brief(m: Memidex, a: dict[str, Any]) -> ToolAnswer:
                      at=a.get("at"), budget=a.get("budget"), limit=a.get("limit"),
                      explain=a.get("explain", False), record=a.get("record", True))
     # text: the markdown brief, app text fenced as untrusted data (what a model reads)
-    return ToolAnswer(result.as_dict(), markdown(result))
+    return ToolAnswer(result.to_json(), markdown(result))
 
 
 def _search(m: Memidex, a: dict[str, Any]) -> ToolAnswer:
@@ -138,18 +138,19 @@ def _search(m: Memidex, a: dict[str, Any]) -> ToolAnswer:
                       all_products=a.get("all_products", False), kinds=a.get("kinds") or (),
                       statuses=a.get("statuses") or None, anchors=a.get("anchors") or (),
                       limit=a.get("limit", 10), near=a.get("near") or ())
-    return _json_answer(result.as_dict())
+    return _json_answer(result.to_json())
 
 
 def _show(m: Memidex, a: dict[str, Any]) -> ToolAnswer:
-    return _json_answer(m.show(a["id"]).as_dict())
+    return _json_answer(m.show(a["id"]).to_json())
 
 
 def _list(m: Memidex, a: dict[str, Any]) -> ToolAnswer:
-    rows = m.list_records(product=a.get("product"), all_products=a.get("all_products", False),
-                          kinds=a.get("kinds") or (), statuses=a.get("statuses") or None,
-                          anchors=a.get("anchors") or (), limit=a.get("limit"))
-    return _json_answer({"count": len(rows), "records": rows})
+    listing = m.list_records(product=a.get("product"),
+                             all_products=a.get("all_products", False),
+                             kinds=a.get("kinds") or (), statuses=a.get("statuses") or None,
+                             anchors=a.get("anchors") or (), limit=a.get("limit"))
+    return _json_answer(listing.to_json())
 
 
 def run_file(root: Path, given: str) -> Path:
@@ -169,37 +170,28 @@ def run_file(root: Path, given: str) -> Path:
 def _runs_ingest(m: Memidex, a: dict[str, Any]) -> ToolAnswer:
     path = run_file(m.config.root, a["path"])
     result = m.ingest(path, ci=a.get("ci", False), build_tag=a.get("build_tag"))
-    m.index()  # the next brief and search see the change at once (as the CLI does)
-    return _json_answer(result.as_dict())
+    return _json_answer(result.to_json())
 
 
 def _diff(m: Memidex, a: dict[str, Any]) -> ToolAnswer:
-    product = a.get("product") or m.config.product
-    if not product:
-        raise UsageError("no product", hint="pass product or set `product` in memidex.toml")
-    return _json_answer(m.diff(a["tag"], product))
+    return _json_answer(m.diff(a["tag"], a.get("product")).to_json())
 
 
 def _confirm(m: Memidex, a: dict[str, Any]) -> ToolAnswer:
-    return _json_answer(m.confirm(a["id"], run_ordinal=a.get("run_ordinal")).as_dict())
+    return _json_answer(m.confirm(a["id"], run_ordinal=a.get("run_ordinal")).to_json())
 
 
 def _quarantine(m: Memidex, a: dict[str, Any]) -> ToolAnswer:
-    return _json_answer(m.quarantine(a["id"]).as_dict())
+    return _json_answer(m.quarantine(a["id"]).to_json())
 
 
 def _proposals(m: Memidex, a: dict[str, Any]) -> ToolAnswer:
-    rows = [{k: v for k, v in p.as_dict().items() if k not in ("text", "expected")}
-            for p in m.proposals()]
-    return _json_answer({"proposals": rows})
+    return _json_answer(m.proposals().to_json())
 
 
 def _decide(accept: bool) -> Callable[[Memidex, dict[str, Any]], ToolAnswer]:
     def call(m: Memidex, a: dict[str, Any]) -> ToolAnswer:
-        data = m.decide_proposal(a["id"], accept=accept)
-        if accept:
-            m.index()
-        return _json_answer(data)
+        return _json_answer(m.decide_proposal(a["id"], accept=accept).to_json())
 
     return call
 
@@ -377,7 +369,7 @@ def warm(m: Memidex) -> None:
     import contextlib
 
     with contextlib.suppress(MemidexError, OSError):
-        m.index()
+        m.reading.open()
     import memidex.serve.brief  # noqa: F401
     import memidex.serve.render  # noqa: F401
 

@@ -1,7 +1,8 @@
 """The one dictionary shape of a record that ``--json`` prints and the MCP server returns.
 
-A listing row (:func:`summary`) is the record's first keys; :func:`record_dict` adds the
-rest. The index's rows and a record read from its file give the same dictionary.
+A listing row (:class:`RecordSummary`, its :func:`summary` dictionary) is the record's
+first keys; :func:`record_dict` adds the rest. The index's rows and a record read from its
+file give the same value.
 
 ``anchor`` is the main anchor and ``anchors`` is *every* anchor, main first — in
 ``show``, ``list`` and ``search`` alike (the file's ``anchors`` key holds only the
@@ -11,12 +12,42 @@ further ones; ``docs/cli.md`` documents the difference).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # a search on the index reads no record file: no model import
     from memidex.records.model import HistoryEntry, Record
 
-__all__ = ["record_dict", "summary", "summary_of"]
+__all__ = ["RecordSummary", "record_dict", "summary", "summary_of"]
+
+
+@dataclass(frozen=True)
+class RecordSummary:
+    """A listing row: a record's identity, title, every anchor (main first), trust and
+    window — what ``knowledge list`` shows, from the index or from the file."""
+
+    id: str
+    path: str
+    kind: str
+    status: str
+    product: str
+    anchor: str
+    title: str
+    anchors: tuple[str, ...]
+    source: str
+    confirmations: int
+    contradictions: int
+    last_confirmed: int | None
+    valid_from: int
+    valid_until: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return summary(id=self.id, path=self.path, kind=self.kind, status=self.status,
+                       product=self.product, anchor=self.anchor, title=self.title,
+                       anchors=self.anchors, source=self.source,
+                       confirmations=self.confirmations, contradictions=self.contradictions,
+                       last_confirmed=self.last_confirmed, valid_from=self.valid_from,
+                       valid_until=self.valid_until)
 
 
 def summary(*, id: str, path: str, kind: str, status: str, product: str, anchor: str,
@@ -33,14 +64,15 @@ def summary(*, id: str, path: str, kind: str, status: str, product: str, anchor:
     }
 
 
-def summary_of(r: Record, path: str) -> dict[str, Any]:
-    """:func:`summary` of a parsed record."""
+def summary_of(r: Record, path: str) -> RecordSummary:
+    """The listing row of a parsed record."""
     t = r.trust
-    return summary(id=r.id, path=path, kind=r.kind, status=r.status, product=r.product,
-                   anchor=r.anchor, title=r.title, anchors=r.all_anchors, source=t.source,
-                   confirmations=t.confirmations, contradictions=t.contradictions,
-                   last_confirmed=t.last_confirmed, valid_from=r.valid.from_,
-                   valid_until=r.valid.until)
+    return RecordSummary(id=r.id, path=path, kind=r.kind, status=r.status,
+                         product=r.product, anchor=r.anchor, title=r.title,
+                         anchors=tuple(r.all_anchors), source=t.source,
+                         confirmations=t.confirmations, contradictions=t.contradictions,
+                         last_confirmed=t.last_confirmed, valid_from=r.valid.from_,
+                         valid_until=r.valid.until)
 
 
 def record_dict(r: Record, path: str) -> dict[str, Any]:
@@ -49,7 +81,7 @@ def record_dict(r: Record, path: str) -> dict[str, Any]:
     worded it (``written_by``: ``template``, ``model`` or null for a person) and history
     (each version's window, title, body, status, anchors and trust). ``anchors`` is every
     anchor, main first, as in a listing row."""
-    out = summary_of(r, path)
+    out = summary_of(r, path).to_json()
     rel = r.relations
     out.update({
         "scope": dict(r.scope), "body": r.body,

@@ -66,7 +66,7 @@ class ReviewReport:
             out.setdefault(c.product, []).append(c)
         return out
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         products = {p: {verb: [c.as_dict() for c in cs if c.verb == verb]
                         for verb in VERBS if any(c.verb == verb for c in cs)}
                     for p, cs in self.by_product().items()}

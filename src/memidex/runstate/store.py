@@ -7,18 +7,17 @@
                                           changed (the verdict is frozen)
     .agent-qa/runs/<run_id>.result.json   what its curation did: the changes and
                                           proposals (``done`` once the records landed)
-    .agent-qa/runs/tests-<product>.json   per test: the anchors of its past runs, the
-                                          last ordinal it ran at, the records it taught
-                                          and how many passing runs each was missing from
 
-Everything here is local state, ignored by git; only the ingest writes it, under the
-writer lease, each file through :func:`memidex.store.fsio.atomic_write`.
+(each product's tests file, ``tests-<product>.json``, is :mod:`memidex.runstate.tests`'s).
+Everything here is local state, ignored by git; only the ingest and the rollback write
+it, under the writer lease, through the fenced state writer they are given
+(:class:`memidex.store.state.StateWriter`). A file that is there but cannot be read back
+is a :class:`memidex.errors.StateDamagedError`, never an absent run.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -26,11 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from memidex.config import Config
-from memidex.errors import InvalidInputError
+from memidex.errors import InvalidInputError, Problem, StateDamagedError
 from memidex.evidence import RUN_ID_PATTERN, Run, parse_run
-from memidex.store.fsio import atomic_write, dump_json, read_json, refuse_symlink
+from memidex.store.fsio import dump_json, refuse_symlink
+from memidex.store.state import StateWriter, load_state
 
-__all__ = ["FrozenRun", "RunResult", "RunStore", "TestState", "runs_dir"]
+__all__ = ["FrozenRun", "RunResult", "RunStore", "runs_dir"]
 
 VERSION = 1
 _RUN_ID_RE = re.compile(RUN_ID_PATTERN[1:-1])
@@ -97,26 +97,6 @@ class RunResult:
                    rolled_back=bool(data.get("rolled_back")))
 
 
-@dataclass
-class TestState:
-    """What the run store remembers about one test of one product."""
-
-    __test__ = False  # not a pytest class
-
-    anchors: set[str] = field(default_factory=set)
-    last_ordinal: int = 0
-    runs: int = 0
-    passed_builds: list[str] = field(default_factory=list)  # newest last, at most 20
-    taught: dict[str, str] = field(default_factory=dict)  # fact id -> its main anchor
-    missing: dict[str, int] = field(default_factory=dict)  # fact id -> passing runs missed
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"anchors": sorted(self.anchors), "last_ordinal": self.last_ordinal,
-                "runs": self.runs, "passed_builds": list(self.passed_builds),
-                "taught": dict(sorted(self.taught.items())),
-                "missing": dict(sorted(self.missing.items()))}
-
-
 class RunStore:
     """The frozen runs of one repository."""
 
@@ -136,8 +116,8 @@ class RunStore:
     # --- frozen runs ---
 
     def raw(self, run_id: str) -> dict[str, Any] | None:
-        """The frozen run's JSON (not validated again), or None."""
-        return read_json(self.path(run_id))
+        """The frozen run's JSON (not validated again), or None when there is none."""
+        return load_state(self.path(run_id), what="frozen run")
 
     def get(self, run_id: str) -> FrozenRun | None:
         path = self.path(run_id)
@@ -153,105 +133,69 @@ class RunStore:
             run = parse_run(json.dumps(data["run"]).encode("utf-8"), source=str(path))
             return FrozenRun(run=run, ordinal=int(data["ordinal"]), digest=str(data["digest"]),
                              analysis=dict(data.get("analysis") or {}), path=path)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise InvalidInputError(f"{path}: the frozen run cannot be read ({exc})",
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
+            raise StateDamagedError(f"{path}: the frozen run cannot be read ({exc})",
+                                    hint="it is local state: move it aside and ingest the "
+                                    "run again") from None
+        except InvalidInputError as exc:  # the evidence inside no longer validates
+            raise StateDamagedError(f"{path}: the frozen run cannot be read ({exc.message})",
                                     hint="it is local state: move it aside and ingest the "
                                     "run again") from None
 
-    def freeze(self, frozen: FrozenRun) -> None:
+    def freeze(self, frozen: FrozenRun, writer: StateWriter) -> None:
         """Write the frozen run (durable) — once: an existing file is never replaced."""
-        self.dir.mkdir(parents=True, exist_ok=True)
         if frozen.path.exists():
             raise InvalidInputError(f"{frozen.path} exists: a frozen run is never rewritten")
-        atomic_write(frozen.path, dump_json(frozen.as_dict(), indent=1))
+        writer.put(frozen.path, dump_json(frozen.as_dict(), indent=1))
 
     # --- results ---
 
     def result(self, run_id: str) -> RunResult | None:
-        data = read_json(self.result_path(run_id))
-        if data is None:
-            return None
-        try:
-            return RunResult.from_dict(data)
-        except (KeyError, TypeError, ValueError):
-            return None
+        """What the run's curation did, None when it has no result yet."""
+        path = self.result_path(run_id)
+        data = load_state(path, what="run result")
+        return None if data is None else _result(data, path)
 
     def results(self, product: str | None = None) -> list[RunResult]:
         """Every run's result (of ``product``), in ordinal order: what ``runs list`` and
-        ``knowledge diff`` read (small files; the frozen runs are not parsed)."""
+        ``knowledge diff`` read (small files; the frozen runs are not parsed). A result
+        that cannot be read is left out of the list and named by :meth:`damaged`."""
         out: list[RunResult] = []
-        try:
-            paths = sorted(self.dir.glob("*.result.json"))
-        except OSError:
-            return out
-        for path in paths:
-            data = read_json(path)
-            if data is None:
-                continue
+        for path in self._result_paths():
             try:
-                result = RunResult.from_dict(data)
-            except (KeyError, TypeError, ValueError):
+                data = load_state(path, what="run result")
+                result = None if data is None else _result(data, path)
+            except StateDamagedError:
                 continue
-            if product is None or result.product == product:
+            if result is not None and (product is None or result.product == product):
                 out.append(result)
         out.sort(key=lambda r: (r.product, r.ordinal, r.run_id))
         return out
 
-    def save_result(self, result: RunResult) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        atomic_write(self.result_path(result.run_id), dump_json(result.as_dict(), indent=1))
-
-    # --- tests ---
-
-    def tests_path(self, product: str) -> Path:
-        return self.dir / f"tests-{product}.json"
-
-    def tests_ordinal(self, product: str) -> int:
-        """The ordinal of the last run folded into the tests file (0: none)."""
-        data = read_json(self.tests_path(product)) or {}
-        value = data.get("ordinal", 0)
-        return value if isinstance(value, int) else 0
-
-    def tests(self, product: str) -> dict[str, TestState]:
-        """Every test of ``product`` the run store has seen."""
-        data = read_json(self.tests_path(product)) or {}
-        out: dict[str, TestState] = {}
-        for test_id, entry in (data.get("tests") or {}).items():
-            if not isinstance(entry, dict):
-                continue
-            out[test_id] = TestState(
-                anchors=set(entry.get("anchors") or ()),
-                last_ordinal=int(entry.get("last_ordinal") or 0),
-                runs=int(entry.get("runs") or 0),
-                passed_builds=[str(b) for b in entry.get("passed_builds") or ()],
-                taught={str(k): str(v) for k, v in (entry.get("taught") or {}).items()},
-                missing={str(k): int(v) for k, v in (entry.get("missing") or {}).items()})
+    def damaged(self) -> list[Problem]:
+        """The run results that cannot be read back (``doctor`` names them)."""
+        out: list[Problem] = []
+        for path in self._result_paths():
+            try:
+                data = load_state(path, what="run result")
+                if data is not None:
+                    _result(data, path)
+            except StateDamagedError as exc:
+                out.append(Problem(str(path), 1, exc.message.removeprefix(f"{path}: ")))
         return out
 
-    def save_tests(self, product: str, tests: Mapping[str, TestState],
-                   ordinal: int = 0) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        data = {"version": VERSION, "product": product, "ordinal": ordinal,
-                "tests": {k: v.as_dict() for k, v in sorted(tests.items())}}
-        atomic_write(self.tests_path(product), dump_json(data, indent=1))
-
-    def test_anchors(self, product: str, test_id: str) -> tuple[str, ...]:
-        """The anchors ``test_id`` touched in its past runs (sorted; empty if unknown).
-        The tests file is read again only when its size or modification time changed (a
-        long-lived process — the MCP server — briefs many tests)."""
-        path = self.tests_path(product)
+    def _result_paths(self) -> list[Path]:
         try:
-            st = os.stat(path)
-        except OSError:
-            return ()
-        key = (str(path), st.st_size, st.st_mtime_ns)
-        cached = _ANCHORS.get(str(path))
-        if cached is None or cached[0] != key:
-            anchors = {t: tuple(sorted(state.anchors))
-                       for t, state in self.tests(product).items()}
-            cached = (key, anchors)
-            _ANCHORS[str(path)] = cached
-        return cached[1].get(test_id, ())
+            return sorted(self.dir.glob("*.result.json"))
+        except FileNotFoundError:
+            return []
+
+    def save_result(self, result: RunResult, writer: StateWriter) -> None:
+        writer.put(self.result_path(result.run_id), dump_json(result.as_dict(), indent=1))
 
 
-_ANCHORS: dict[str, tuple[tuple[str, int, int], dict[str, tuple[str, ...]]]] = {}
+def _result(data: Mapping[str, Any], path: Path) -> RunResult:
+    try:
+        return RunResult.from_dict(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise StateDamagedError(f"{path}: the run result is damaged ({exc!r})") from None

@@ -12,7 +12,7 @@ the same bytes.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -73,14 +73,14 @@ def _check(req: BriefRequest) -> None:
 
 
 def _known_products(config: Config, db: IndexDB | None, policies: Sequence[Policy],
-                    ordinals: dict[str, Any], product: str) -> bool:
+                    ordinals: Mapping[str, Any], product: str) -> bool:
     if product == config.product or product in ordinals:
         return True
     if any(product in p.products for p in policies):
         return True
-    from memidex.runstate.store import RunStore
+    from memidex.runstate.tests import TestsFile
 
-    if RunStore(config).tests_path(product).exists():
+    if TestsFile(config, product).exists():
         return True
     if db is None:
         return True  # without the index the records cannot tell: not refused
@@ -90,7 +90,7 @@ def _known_products(config: Config, db: IndexDB | None, policies: Sequence[Polic
 
 
 def _unknown_product(config: Config, db: IndexDB | None, product: str,
-                     ordinals: dict[str, Any]) -> UsageError:
+                     ordinals: Mapping[str, Any]) -> UsageError:
     names = set(ordinals) | ({config.product} if config.product else set())
     if db is not None:
         from memidex.index.briefing import products
@@ -118,10 +118,10 @@ def _run_anchors(config: Config, product: str, test_id: str, notes: list[str]
                  ) -> tuple[str, ...]:
     """The anchors of the test's past runs (:meth:`RunStore.test_anchors`); a tests file
     that cannot be read is a note, and the brief uses ``--anchor`` only."""
-    from memidex.runstate.store import RunStore
+    from memidex.runstate.tests import TestsFile
 
     try:
-        return RunStore(config).test_anchors(product, test_id)
+        return TestsFile(config, product).test_anchors(test_id)
     except (ValueError, TypeError, AttributeError, OSError, MemidexError) as exc:
         notes.append(f"the run store's tests file for {product} cannot be read ({exc}); "
                      "the brief uses --anchor only")
@@ -135,13 +135,12 @@ def build_brief(config: Config, store: Store, db: IndexDB | None, req: BriefRequ
     ``floor``: the highest ordinal the product's records name, when the caller knows it
     without the index (with the index it is one lookup here)."""
     from memidex.index.query import max_ordinal
-    from memidex.runstate.ordinals import read_ordinals
+    from memidex.runstate.ordinals import Counters
 
     _check(req)
     options = config.brief
-    ordinals = read_ordinals(config)
-    entry = ordinals.get(req.product)
-    counted = int(entry.get("next", 1)) - 1 if entry is not None else 0
+    ordinals = Counters.load(config).products
+    counted = ordinals[req.product].current if req.product in ordinals else 0
     # The records' own highest ordinal: a clone without the run counters (a fresh
     # checkout, CI) still serves the current versions (docs/brief.md).
     floor = max(floor, max_ordinal(db, req.product) if db is not None else 0)

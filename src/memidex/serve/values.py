@@ -1,5 +1,5 @@
 """A brief as a value: what :func:`memidex.serve.brief.build_brief` returns, with the
-``as_dict`` that ``brief --json`` prints (docs/schemas/brief.schema.json)."""
+``to_json`` that ``brief --json`` prints (docs/schemas/brief.schema.json)."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ class BriefRecord:
                         "from": r.row.valid_from, "until": r.row.valid_until},
         }
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "kind": self.kind, "status": self.status,
                 "candidate": self.status == "candidate", "title": self.title,
                 "body": self.body, "anchors": list(self.anchors), "trust": self.trust,
@@ -61,7 +61,7 @@ class BriefRecord:
 
 @dataclass(frozen=True)
 class Brief:
-    """A brief: ``as_dict`` is ``brief --json``; :func:`memidex.serve.render.markdown`
+    """A brief: ``to_json`` is ``brief --json``; :func:`memidex.serve.render.markdown`
     its markdown."""
 
     test_id: str
@@ -84,7 +84,7 @@ class Brief:
     def ids(self) -> list[str]:
         return [r.id for r in self.records]
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         from memidex.fence import notice
 
         return {
@@ -98,7 +98,7 @@ class Brief:
             "notice": notice(self.fence),
             "policies": [{"id": p.id, "rule": p.rule, "severity": p.severity}
                          for p in self.policies],
-            "records": [r.as_dict() for r in self.records],
+            "records": [r.to_json() for r in self.records],
             "withheld": {reason: {"count": len(ids), "ids": ids[:WITHHELD_IDS]}
                          for reason, ids in self.withheld.items()},
             "budget": {"tokens": self.budget, "used": self.tokens},

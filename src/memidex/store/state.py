@@ -30,9 +30,12 @@ __all__ = ["DIRECT", "StateWriter", "load_state"]
 
 class StateWriter(Protocol):
     """Where an owner saves its state file: ``put(path, data)`` replaces ``path``'s bytes
-    atomically (a fenced write under the lease, or a plain atomic write)."""
+    atomically, ``remove(path)`` deletes it (a fenced write under the lease, or a plain
+    one)."""
 
     def put(self, path: Path, data: bytes) -> None: ...
+
+    def remove(self, path: Path) -> None: ...
 
 
 class _Direct:
@@ -41,6 +44,9 @@ class _Direct:
     def put(self, path: Path, data: bytes) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, data)
+
+    def remove(self, path: Path) -> None:
+        path.unlink(missing_ok=True)
 
 
 DIRECT: StateWriter = _Direct()

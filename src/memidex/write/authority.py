@@ -30,7 +30,7 @@ from memidex.errors import (
     sqlite_fault,
 )
 from memidex.store.fsio import fsync_file, read_int, read_json, swap_into_place
-from memidex.write.procs import gone_reason, host_name, process_alive
+from memidex.write.procs import boot_id, gone_reason, host_name, process_alive
 
 __all__ = ["AUTHORITY_FILE", "EPOCH_FILE", "LEASE_FILE", "Authority", "Holder", "Unusable",
            "connect", "held_by", "is_busy", "lease_copy_epoch", "peek_holder", "read_holder",
@@ -69,7 +69,8 @@ CREATE TABLE IF NOT EXISTS lease (
     host TEXT,
     heartbeat REAL,
     ttl REAL,
-    acquired REAL
+    acquired REAL,
+    heartbeat_mono REAL
 );
 CREATE TABLE IF NOT EXISTS applied (
     step_id TEXT PRIMARY KEY,
@@ -93,6 +94,10 @@ class Holder:
     host: str | None
     heartbeat: float | None
     ttl: float | None
+    heartbeat_mono: float | None = None
+    """The holder's ``time.monotonic()`` at its last beat: the machine's own clock since
+    boot, shared by every process on it and never stepped — a wall clock that jumps (or a
+    process whose wall clock is ahead) cannot make a live lease look stale."""
 
     @property
     def held(self) -> bool:
@@ -101,15 +106,37 @@ class Holder:
     def alive(self) -> bool:
         return self.held and process_alive(self.pid, self.pid_start, self.boot_id, self.host)
 
-    def free_reason(self, now: float, default_ttl: float) -> str | None:
-        """Why the lease can be taken (None while the holder is live and fresh)."""
+    def free_reason(self, now: float, default_ttl: float, *, mono: float | None = None,
+                    unchanged_for: float = 0.0) -> str | None:
+        """Why the lease can be taken (None while the holder is live and fresh).
+
+        A heartbeat is stale when the wall clock AND — for a holder on this boot — the
+        monotonic clock both say it is older than the TTL (``mono``: the caller's
+        ``time.monotonic()``), so neither clock alone can expire a live lease: a wall clock
+        stepped forward, or a process whose wall clock runs ahead, still sees a fresh
+        monotonic beat. Or when the caller itself watched the same beat for longer than the
+        TTL (``unchanged_for``, by its own monotonic clock), which needs no clock of the
+        holder's at all."""
         if not self.held:
             return "free"
-        ttl = self.ttl if self.ttl is not None else default_ttl
-        if self.heartbeat is None or now - self.heartbeat > ttl:
-            return "stale heartbeat"
         gone = gone_reason(self.pid, self.pid_start, self.boot_id, self.host)
-        return None if gone is None else _GONE[gone]
+        if gone is not None:
+            return _GONE[gone]
+        ttl = self.ttl if self.ttl is not None else default_ttl
+        if unchanged_for > ttl:
+            return "stale heartbeat"
+        wall_stale = self.heartbeat is None or now - self.heartbeat > ttl
+        if not wall_stale:
+            return None
+        if mono is not None and self.heartbeat_mono is not None and \
+                self.boot_id == boot_id() != "":
+            return "stale heartbeat" if mono - self.heartbeat_mono > ttl else None
+        return "stale heartbeat"
+
+    def beat_key(self) -> tuple[int, str | None, float | None, float | None]:
+        """What changes with every heartbeat: a caller that sees the same key for longer
+        than the TTL has watched the holder stop."""
+        return (self.epoch, self.token, self.heartbeat, self.heartbeat_mono)
 
     def describe(self, now: float) -> str:
         if self.pid is None:
@@ -126,8 +153,16 @@ _GONE = {"rebooted": "holder's machine rebooted", "dead": "holder is dead",
 _HOLDER_COLUMNS = "epoch, token, pid, pid_start, boot_id, host, heartbeat, ttl"
 
 
+def _has_mono(conn: sqlite3.Connection) -> bool:
+    """Whether the lease table has ``heartbeat_mono`` (an authority DB made before it had
+    one gains it when a writer opens it: :meth:`Authority.open`)."""
+    return any(row[1] == "heartbeat_mono"
+               for row in conn.execute("PRAGMA table_info(lease)").fetchall())
+
+
 def read_holder(conn: sqlite3.Connection) -> Holder | None:
-    row = conn.execute(f"SELECT {_HOLDER_COLUMNS} FROM lease WHERE id = 1").fetchone()
+    mono = "heartbeat_mono" if _has_mono(conn) else "NULL"
+    row = conn.execute(f"SELECT {_HOLDER_COLUMNS}, {mono} FROM lease WHERE id = 1").fetchone()
     return Holder(*row) if row is not None else None
 
 
@@ -221,6 +256,8 @@ class Authority:
             holder = read_holder(conn)
             if mode is None or mode[0] != "wal" or holder is None:
                 raise Unusable("schema")
+            if not _has_mono(conn):  # made by an earlier memidex: one column more
+                conn.execute("ALTER TABLE lease ADD COLUMN heartbeat_mono REAL")
         except sqlite3.DatabaseError as exc:
             conn.close()
             if isinstance(exc, sqlite3.OperationalError) and is_busy(exc):

@@ -2,9 +2,10 @@
 
 The daemon takes the writer lease (waiting up to ``wait`` seconds), finishes the change
 sets a crashed writer left in the journal (the writer session does that on entry),
-announces itself in ``queue/daemon.json`` and then applies, oldest first, every change
-set other commands queue in ``queue/corrections/`` (:mod:`memidex.write.inbox`), each through
-the fenced writer. It heartbeats the lease all along (the lease's own thread).
+announces itself in ``queue/daemon.json`` and then applies, oldest first, every job
+other commands queue in ``queue/corrections/`` (:mod:`memidex.write.inbox`) — change sets,
+ingests, rollbacks, proposals decided — each through the fenced writer. It heartbeats
+the lease all along (the lease's own thread).
 
 It stops cleanly on SIGTERM or SIGINT (after the item it is applying), removing
 ``daemon.json`` and releasing the lease, so the next writer gets it at once. When it
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,7 @@ from memidex.write.inbox import (
 
 if TYPE_CHECKING:
     from memidex.store.files import Store
+    from memidex.write.jobs import Handler
     from memidex.write.writer import WriterSession
 
 __all__ = ["DaemonReport", "run_daemon"]
@@ -40,7 +42,7 @@ POLL_SECONDS = 0.05
 
 @dataclass
 class DaemonReport:
-    """What one daemon run did (``memidex daemon --json`` prints :meth:`as_dict`)."""
+    """What one daemon run did (``memidex daemon --json`` prints :meth:`to_json`)."""
 
     pid: int = 0
     epoch: int = 0
@@ -49,7 +51,7 @@ class DaemonReport:
     recovered: dict[str, int] = field(default_factory=dict)
     pending_model_steps: int = 0
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {"pid": self.pid, "epoch": self.epoch, "stopped": self.stopped,
                 "applied": self.applied,
                 "failed": sum(1 for a in self.applied if not a["ok"]),
@@ -88,8 +90,11 @@ def _ensure_held(session: WriterSession, *, beat: bool = False) -> None:
 def run_daemon(store: Store, *, wait: float, ttl: float, once: bool = False,
                stop: threading.Event | None = None,
                log: Callable[[str], None] | None = None,
-               poll: float = POLL_SECONDS) -> DaemonReport:
-    """Hold the lease and apply queued corrections until stopped (see the module doc)."""
+               poll: float = POLL_SECONDS,
+               handlers: Mapping[str, Handler] | None = None) -> DaemonReport:
+    """Hold the lease and apply queued jobs until stopped (see the module doc).
+    ``handlers``: the named jobs it can apply besides change sets (the composition root
+    gives the ingest, the rollback and the proposal decisions)."""
     import os
 
     from memidex.write.writer import writer_session
@@ -122,7 +127,7 @@ def run_daemon(store: Store, *, wait: float, ttl: float, once: bool = False,
                         break
                     _ensure_held(session)
                     data = queue.load(item_id) or {}
-                    outcome = apply_item(session, queue, item_id)
+                    outcome = apply_item(session, queue, item_id, handlers)
                     if outcome is None:
                         continue
                     entry = {"item": item_id, "command": data.get("command", ""),

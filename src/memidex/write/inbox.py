@@ -1,15 +1,18 @@
 """Handing corrections to a running ``memidex daemon`` (SPEC §6, ``docs/lease.md``).
 
-While a daemon holds the writer lease, a record-writing command does not wait for the
-lease: it writes its change set (the canonical text of every record it writes, every
-removal, and the content hash each file must have) as one item in
-``queue/corrections/``, and waits for the daemon's marker. Layout under the knowledge
-folder's ``queue/`` (ignored by git, derived):
+While a daemon holds the writer lease, a writing command does not wait for the lease: it
+writes its job (:class:`memidex.write.route.Job`) as one item in ``queue/corrections/`` —
+a change set (the canonical text of every record it writes, every removal, and the
+content hash each file must have), or a named job with its JSON payload (a run to
+ingest, a run to roll back, a proposal to accept) — and waits for the daemon's marker.
+Layout under the knowledge folder's ``queue/`` (ignored by git, derived):
 
 * ``daemon.json`` — written by a daemon once it holds the lease: pid, start time, boot
   id, host, epoch. A daemon counts as *live* only while the lease's holder row names the
   same pid and epoch, is alive and its heartbeat is fresh (:func:`live_daemon`).
-* ``corrections/<id>.item.json`` — one queued change set, written atomically.
+* ``corrections/<id>.item.json`` — one queued job, written atomically:
+  ``{version: 2, id, kind, command, payload, submitter, created}`` (a version 1 item is
+  a change set: ``{version: 1, id, command, changes, ...}``).
 * ``corrections/<id>.done.json`` / ``<id>.failed.json`` — the outcome, written by
   whoever applied it (the daemon, or the submitter itself when the daemon went away);
   the submitter reads it and deletes it.
@@ -25,8 +28,8 @@ import contextlib
 import os
 import secrets
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +43,7 @@ from memidex.write.status import lease_status
 
 if TYPE_CHECKING:
     from memidex.store.files import Store
+    from memidex.write.jobs import Handler
     from memidex.write.writer import Change, WriterSession
 
 __all__ = [
@@ -120,6 +124,8 @@ class Outcome:
     message: str = ""
     hint: str | None = None
     applied_by: int | None = None
+    result: Mapping[str, Any] = field(default_factory=dict)
+    """What the job's handler returned (a change set: nothing)."""
 
     def raise_for_failure(self) -> None:
         """Raise the applier's error again, with its exit code, in the submitter."""
@@ -180,12 +186,14 @@ class Queue:
     def _marker(self, item_id: str, ok: bool) -> Path:
         return self.dir / f"{item_id}{DONE_SUFFIX if ok else FAILED_SUFFIX}"
 
-    def submit(self, command: str, changes: Sequence[dict[str, Any]]) -> str:
-        """Queue one change set (atomically); returns its id."""
+    def submit(self, command: str, payload: Mapping[str, Any], *,
+               kind: str = "changes") -> str:
+        """Queue one job (atomically); returns its id."""
         self.dir.mkdir(parents=True, exist_ok=True)
         item_id = f"{time.time_ns():020d}-{os.getpid()}-{secrets.token_hex(4)}"
-        data = {"version": 1, "id": item_id, "command": command, "submitter": os.getpid(),
-                "created": round(time.time(), 3), "changes": list(changes)}
+        data = {"version": 2, "id": item_id, "kind": kind, "command": command,
+                "submitter": os.getpid(), "created": round(time.time(), 3),
+                "payload": dict(payload)}
         atomic_write(self.item_path(item_id), dump_json(data))
         return item_id
 
@@ -228,7 +236,8 @@ class Queue:
         applier sees the marker and only drops the item)."""
         data = {"ok": outcome.ok, "changed": list(outcome.changed), "error": outcome.error,
                 "exit_code": outcome.exit_code, "message": outcome.message,
-                "hint": outcome.hint, "applied_by": os.getpid()}
+                "hint": outcome.hint, "applied_by": os.getpid(),
+                "result": dict(outcome.result)}
         atomic_write(self._marker(item_id, outcome.ok), dump_json(data), durable=False)
         self.drop(item_id)
 
@@ -244,7 +253,9 @@ class Queue:
                 continue
             path.unlink(missing_ok=True)
             hint = data.get("hint")
+            result = data.get("result")
             return Outcome(
+                result=result if isinstance(result, dict) else {},
                 ok=bool(data.get("ok")), changed=tuple(bool(c) for c in data.get("changed", ())),
                 error=str(data.get("error", "")),
                 exit_code=int(data.get("exit_code", errors.EXIT_LEASE)),
@@ -305,8 +316,10 @@ def inbox_report(queue_dir: Path, *, daemon_live: bool) -> tuple[list[dict[str, 
                    f"`{oldest['command']}`, queue/{oldest['path']}); {who}")
 
 
-def apply_item(session: WriterSession, queue: Queue, item_id: str) -> Outcome | None:
-    """Apply one queued item inside ``session`` and write its marker.
+def apply_item(session: WriterSession, queue: Queue, item_id: str,
+               handlers: Mapping[str, Handler] | None = None) -> Outcome | None:
+    """Apply one queued item inside ``session`` — a change set, or a named job through its
+    handler in ``handlers`` — and write its marker.
 
     Returns the outcome, or None when the item is gone or already had a marker. Lease
     errors (a lost lease, a fence) propagate and leave the item queued; any other
@@ -323,18 +336,32 @@ def apply_item(session: WriterSession, queue: Queue, item_id: str) -> Outcome | 
             queue.finish(item_id, outcome)
             return outcome
         return None
+    command = str(data.get("command", "queued"))
+    kind = data.get("kind", "changes")
+    payload = data.get("payload") if data.get("version") == 2 else data
     try:
-        raw = data.get("changes")
-        if not isinstance(raw, list):
-            raise InvalidInputError(f"queued correction {item_id} has no changes")
-        changes = [decode_change(c) for c in raw]
-        done = session.apply(changes, command=f"{data.get('command', 'queued')} (daemon)")
+        if not isinstance(payload, dict):
+            raise InvalidInputError(f"queued correction {item_id} has no payload")
+        if kind == "changes":
+            raw = payload.get("changes")
+            if not isinstance(raw, list):
+                raise InvalidInputError(f"queued correction {item_id} has no changes")
+            changes = [decode_change(c) for c in raw]
+            done = session.apply(changes, command=f"{command} (daemon)")
+            outcome = Outcome(ok=True, changed=tuple(done))
+        else:
+            handler = (handlers or {}).get(str(kind))
+            if handler is None:
+                raise InvalidInputError(f"queued {command} {item_id} is a {kind!r} job, "
+                                        "which this daemon does not know",
+                                        hint="run the same memidex version as the daemon")
+            outcome = Outcome(ok=True, result=handler(session, payload))
     except LeaseError:
         raise  # lost or fenced: write nothing more; the item stays queued
     except MemidexError as exc:  # a conflict, an invalid item: the submitter is told
         outcome = _failure(exc)
-    else:
-        outcome = Outcome(ok=True, changed=tuple(done))
+    except OSError as exc:  # the disk refused: the submitter is told, as it would be here
+        outcome = _failure(errors.from_os_error(exc))
     queue.finish(item_id, outcome)
     return outcome
 

@@ -76,12 +76,17 @@ class Lease:
 
     def __init__(self, folder: Path, *, ttl: float, clock: Callable[[], float] = time.time,
                  busy_timeout: float = 5.0,
-                 epoch_floor: Callable[[], int] | None = None) -> None:
+                 epoch_floor: Callable[[], int] | None = None,
+                 mono: Callable[[], float] = time.monotonic) -> None:
+        """``clock``: the wall clock the heartbeat records (shown by ``doctor``); ``mono``:
+        the machine's monotonic clock, which decides — with the wall clock — whether a
+        heartbeat is stale (tests inject both to fake a stale holder without sleeping)."""
         if ttl <= 0:
             raise ValueError("ttl must be positive")
         self.folder = folder
         self.ttl = ttl
         self.clock = clock
+        self.mono = mono
         self.busy_timeout = busy_timeout
         self.authority = Authority(folder, busy_timeout=busy_timeout, epoch_floor=epoch_floor)
         self.me = current_process()
@@ -94,6 +99,8 @@ class Lease:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_beat = 0.0
+        self._watched: tuple[object, float] = (None, mono())
+        """The holder's last beat we saw while waiting, and when (our monotonic clock)."""
 
     # --- acquiring ---
 
@@ -114,6 +121,10 @@ class Lease:
             remaining = deadline - time.monotonic()
             busy = min(self.busy_timeout, max(remaining, 1.0 if maintenance else 0.25))
             holder = self._try_acquire(busy)
+            if holder is not None and holder.held:
+                key = holder.beat_key()  # the beat we watch (its age by our own clock)
+                if key != self._watched[0]:
+                    self._watched = (key, self.mono())
             if holder is None:
                 assert self.epoch is not None
                 return self.epoch
@@ -173,7 +184,10 @@ class Lease:
             if holder is None:
                 raise Unusable("no lease row")
             now = self.clock()
-            reason = holder.free_reason(now, self.ttl)
+            mono = self.mono()
+            watched, since = self._watched
+            unchanged = mono - since if watched == holder.beat_key() else 0.0
+            reason = holder.free_reason(now, self.ttl, mono=mono, unchanged_for=unchanged)
             if reason is None:
                 conn.execute("ROLLBACK")
                 return holder
@@ -181,9 +195,10 @@ class Lease:
             token = secrets.token_hex(16)
             conn.execute(
                 "UPDATE lease SET epoch = ?, token = ?, pid = ?, pid_start = ?, boot_id = ?, "
-                "host = ?, heartbeat = ?, ttl = ?, acquired = ? WHERE id = 1",
+                "host = ?, heartbeat = ?, ttl = ?, acquired = ?, heartbeat_mono = ? "
+                "WHERE id = 1",
                 (epoch, token, self.me.pid, self.me.start, self.me.boot_id, self.me.host,
-                 now, self.ttl, now),
+                 now, self.ttl, now, mono),
             )
             atomic_write(self.folder / EPOCH_FILE, f"{epoch}\n".encode())
             self._write_lease_copy(epoch, now)
@@ -327,8 +342,9 @@ class Lease:
             if not same_file(self.authority.db, file_id):
                 raise Unusable("replaced")
             now = self.clock()
-            cur = conn.execute("UPDATE lease SET heartbeat = ? WHERE id = 1 AND epoch = ? "
-                               "AND token = ?", (now, self.epoch, self.token))
+            cur = conn.execute("UPDATE lease SET heartbeat = ?, heartbeat_mono = ? "
+                               "WHERE id = 1 AND epoch = ? AND token = ?",
+                               (now, self.mono(), self.epoch, self.token))
             if cur.rowcount != 1:
                 raise Unusable("superseded")
             with contextlib.suppress(OSError):
@@ -386,7 +402,8 @@ class Lease:
                     ok = same_file(self.authority.db, self._file)
                     cur = conn.execute(
                         "UPDATE lease SET token = NULL, pid = NULL, pid_start = NULL, "
-                        "boot_id = NULL, host = NULL, heartbeat = NULL WHERE id = 1 "
+                        "boot_id = NULL, host = NULL, heartbeat = NULL, heartbeat_mono = NULL "
+                        "WHERE id = 1 "
                         "AND epoch = ? AND token = ?", (self.epoch, self.token)) if ok else None
                     released = cur is not None and cur.rowcount == 1
                     if released:

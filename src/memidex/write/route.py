@@ -1,10 +1,24 @@
-"""Where a change set goes: to the fenced writer here, or to the daemon's inbox.
+"""The one write route: every record or state write of every writer goes through here.
 
-:func:`apply_changes` writes a change set under the writer lease, or — while
-``memidex daemon`` holds the lease — hands it to the daemon through
-``queue/corrections/`` (:mod:`memidex.write.inbox`) and waits for its marker;
-:func:`purge_traces` removes what the queue and the journal still say about a purged
-record. Every record write goes through :func:`memidex.write.writer.writer_session`.
+A *job* is one unit of writing: a change set of records (``changes``, built in) or a
+named job a service registers a handler for — a run's ingest, a rollback, a proposal
+accepted, a purge (:class:`Job`). :meth:`WriteRoute.run` carries it out:
+
+* **without a daemon**: under the writer lease, waiting up to ``wait`` seconds (with
+  backoff) for another writer; the handler runs inside the writer session (its record
+  writes through :meth:`WriterSession.apply`, its state files through the session's
+  fenced :attr:`WriterSession.state`), and the lease is released as soon as it returns —
+  never held across an index refresh, a git call or anything else the caller does next;
+* **while ``memidex daemon`` holds the lease**: the job is queued in the daemon's inbox
+  (``queue/corrections/``, :mod:`memidex.write.inbox`) and applied there, in order, by the
+  same handler; the caller waits up to ``wait`` seconds for its outcome — or, with
+  ``no_wait``, gets the queued item's id at once. If the daemon goes away meanwhile, the
+  caller applies the queued item itself. A ``local_only`` job (a maintenance command)
+  refuses at once instead (exit 3).
+
+Handlers are given by the composition root (:mod:`memidex.app`), so this package knows
+nothing of learning or the index. :func:`purge_traces` removes what the queue and the
+journal still say about a purged record.
 """
 
 from __future__ import annotations
@@ -12,21 +26,21 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memidex.errors import LeaseError, LeaseHeldError
+from memidex.write.jobs import CHANGES, Handler, Job, JobResult
 
 if TYPE_CHECKING:
     from memidex.store.files import Store
     from memidex.write.writer import Change, WriterSession
 
-__all__ = ["apply_changes", "purge_traces", "refuse_under_daemon"]
+__all__ = ["CHANGES", "Handler", "Job", "JobResult", "WriteRoute", "purge_traces",
+           "refuse_under_daemon"]
 
 _SLICE = 0.5  # seconds per attempt at the lease, so a daemon that starts meanwhile is seen
-
-
 def _gave_up(store: Store, exc: LeaseHeldError, wait: float) -> LeaseHeldError:
     from memidex.write.authority import held_by
     from memidex.write.status import lease_status
@@ -52,66 +66,87 @@ def refuse_under_daemon(store: Store, command: str) -> None:
                              f"stop it (SIGTERM pid {daemon.pid}) first")
 
 
-def apply_changes(store: Store, changes: Sequence[Change], *, command: str, wait: float,
-                  ttl: float, refuse_daemon: bool = False,
-                  after: Callable[[WriterSession], None] | None = None,
-                  run_id: str | None = None, ordinal: int | None = None) -> list[bool]:
-    """Apply ``changes`` as one change set; per change, whether it wrote.
+class WriteRoute:
+    """The write route of one repository's knowledge folder."""
 
-    Without a daemon: under the writer lease, waiting up to ``wait`` seconds (with
-    backoff) for another writer. While a live daemon holds the lease: queue the change set
-    for it and wait up to ``wait`` seconds for its marker (``refuse_daemon``: refuse at
-    once instead, exit 3). If the daemon goes away meanwhile, apply the queued item here.
-    ``after`` runs inside the session once the changes landed (never through a daemon).
-    ``run_id`` and ``ordinal`` name the learning run the change set belongs to; the change
-    ledger keeps them (a change set handed to a daemon does not carry them yet).
-    """
-    from memidex.write.inbox import Queue, apply_item, encode_change, live_daemon
-    from memidex.write.writer import writer_session
+    def __init__(self, store: Store, *, ttl: float,
+                 handlers: Mapping[str, Handler] | None = None) -> None:
+        self.store = store
+        self.ttl = ttl
+        self.handlers: dict[str, Handler] = dict(handlers or {})
 
-    queue = Queue(store.queue_dir)
-    wait = max(0.0, wait)
-    deadline = time.monotonic() + wait
-    item_id: str | None = None
-    while True:
-        daemon = live_daemon(store)
-        if daemon is not None:
-            if refuse_daemon:
-                refuse_under_daemon(store, command)
-            if item_id is None:
-                item_id = queue.submit(command, [encode_change(store, c) for c in changes])
-            outcome = queue.wait_for(item_id, deadline,
-                                     lambda: live_daemon(store) is not None)
-            if outcome is not None:
-                outcome.raise_for_failure()
-                return list(outcome.changed)
-            if time.monotonic() >= deadline:
-                rel = store.rel(queue.item_path(item_id))
-                raise LeaseHeldError(
-                    f"the daemon (pid {daemon.pid}) did not apply the queued {command} "
-                    f"within {wait:g}s; it stays queued in {rel}",
-                    hint="the daemon applies it when it can; `memidex doctor` shows the lease")
-            continue  # the daemon went away: apply the queued item ourselves
-        remaining = max(0.0, deadline - time.monotonic())
-        try:
-            with writer_session(store, wait=min(remaining, _SLICE), ttl=ttl) as session:
+    def apply(self, changes: Sequence[Change], *, command: str, wait: float,
+              run_id: str | None = None, ordinal: int | None = None) -> list[bool]:
+        """Apply ``changes`` as one change set; per change, whether it wrote."""
+        from memidex.write.inbox import encode_change
+
+        def payload() -> dict[str, Any]:
+            return {"changes": [encode_change(self.store, c) for c in changes]}
+
+        job = Job(CHANGES, command, payload, changes=changes, run_id=run_id, ordinal=ordinal)
+        return list(self.run(job, wait=wait).changed)
+
+    def execute(self, session: WriterSession, job: Job) -> JobResult:
+        """Run ``job`` inside ``session`` (the lease held)."""
+        if job.kind == CHANGES:
+            done = session.apply(job.changes, command=job.command, run_id=job.run_id,
+                                 ordinal=job.ordinal)
+            return JobResult(changed=tuple(done))
+        handler = self.handlers.get(job.kind)
+        if handler is None:
+            raise LeaseError(f"no handler for {job.kind!r} jobs in this process")
+        return JobResult(result=handler(session, job.local if job.local is not None
+                                        else job.payload()))
+
+    def run(self, job: Job, *, wait: float, no_wait: bool = False) -> JobResult:
+        """Carry ``job`` out here or through the daemon (see the module doc)."""
+        from memidex.write.inbox import Queue, apply_item, live_daemon
+        from memidex.write.writer import writer_session
+
+        store = self.store
+        queue = Queue(store.queue_dir)
+        wait = max(0.0, wait)
+        deadline = time.monotonic() + wait
+        item_id: str | None = None
+        while True:
+            daemon = live_daemon(store)
+            if daemon is not None:
+                if job.local_only:
+                    refuse_under_daemon(store, job.command)
                 if item_id is None:
-                    done = session.apply(changes, command=command, run_id=run_id,
-                                         ordinal=ordinal)
-                    if after is not None:
-                        after(session)
-                    return done
-                apply_item(session, queue, item_id)
-        except LeaseHeldError as exc:
-            if time.monotonic() >= deadline:
-                raise _gave_up(store, exc, wait) from None
-            continue
-        outcome = queue.take_outcome(item_id)
-        if outcome is None:
-            raise LeaseError(f"queued correction {item_id} disappeared without an outcome",
-                             hint="run the command again")
-        outcome.raise_for_failure()
-        return list(outcome.changed)
+                    item_id = queue.submit(job.command, job.payload(), kind=job.kind)
+                if no_wait:
+                    return JobResult(queued=item_id)
+                outcome = queue.wait_for(item_id, deadline,
+                                         lambda: live_daemon(store) is not None)
+                if outcome is not None:
+                    outcome.raise_for_failure()
+                    return JobResult(result=dict(outcome.result), changed=outcome.changed)
+                if time.monotonic() >= deadline:
+                    rel = store.rel(queue.item_path(item_id))
+                    raise LeaseHeldError(
+                        f"the daemon (pid {daemon.pid}) did not apply the queued "
+                        f"{job.command} within {wait:g}s; it stays queued in {rel}",
+                        hint="the daemon applies it when it can; `memidex doctor` shows "
+                        "the lease")
+                continue  # the daemon went away: apply the queued item ourselves
+            remaining = max(0.0, deadline - time.monotonic())
+            try:
+                with writer_session(store, wait=min(remaining, _SLICE),
+                                    ttl=self.ttl) as session:
+                    if item_id is None:
+                        return self.execute(session, job)
+                    apply_item(session, queue, item_id, self.handlers)
+            except LeaseHeldError as exc:
+                if time.monotonic() >= deadline:
+                    raise _gave_up(store, exc, wait) from None
+                continue
+            outcome = queue.take_outcome(item_id)
+            if outcome is None:
+                raise LeaseError(f"queued {job.command} {item_id} disappeared without an "
+                                 "outcome", hint="run the command again")
+            outcome.raise_for_failure()
+            return JobResult(result=dict(outcome.result), changed=outcome.changed)
 
 
 def purge_traces(store: Store, record_id: str) -> list[str]:

@@ -63,8 +63,8 @@ def lease_status(folder: Path, *, clock: Callable[[], float] = time.time) -> dic
         if holder.held:
             ttl = holder.ttl or 30.0
             age = now - holder.heartbeat if holder.heartbeat is not None else None
-            reason = holder.free_reason(now, ttl)
-            past = age is None or age > ttl
+            reason = holder.free_reason(now, ttl, mono=time.monotonic())
+            past = reason == "stale heartbeat"
             alive = holder.alive()
             out.update(
                 held=True, pid=holder.pid, host=holder.host,

@@ -42,13 +42,21 @@ from memidex.records.codec import content_hash, dump_record, parse_record_bytes
 from memidex.records.model import Record
 from memidex.store import visibility
 from memidex.store.files import StagedFile, Store
-from memidex.store.fsio import fsync_dir, sync_files
+from memidex.store.fsio import (
+    fsync_dir,
+    refuse_symlink,
+    swap_into_place,
+    sync_files,
+    temp_name,
+    write_new,
+)
 from memidex.write.journal import ChangeSet, Journal, Op, Owner
 from memidex.write.lease import Fenced, Lease
 from memidex.write.ledger import Entry, Ledger, LedgerOp, record_id_of
 
 __all__ = [
     "Change",
+    "FencedState",
     "Recovery",
     "Remove",
     "Write",
@@ -82,6 +90,20 @@ class Remove:
 
 
 Change = Write | Remove
+
+
+class FencedState:
+    """A :class:`memidex.store.state.StateWriter` whose every write is fenced by the
+    session's lease (:meth:`WriterSession.put_state`)."""
+
+    def __init__(self, session: WriterSession) -> None:
+        self._session = session
+
+    def put(self, path: Path, data: bytes) -> None:
+        self._session.put_state(path, data)
+
+    def remove(self, path: Path) -> None:
+        self._session.remove_state(path)
 
 
 @dataclass
@@ -180,6 +202,38 @@ class WriterSession:
                     self.journal.finish(cs)
             raise
         return results
+
+    # --- state files (fenced like records) ---
+
+    @property
+    def state(self) -> FencedState:
+        """The state writer of this session (:class:`memidex.store.state.StateWriter`):
+        every local state file written under the lease goes through it."""
+        return FencedState(self)
+
+    def put_state(self, path: Path, data: bytes) -> None:
+        """Replace a local state file's bytes (the run counters, a tests file, a run's
+        result, a proposal), fenced like a record: the bytes are written to a temp file
+        beside it and fsynced, then moved into place inside the fence transaction. A
+        writer that lost its lease (paused past its TTL and taken over) gets the fencing
+        error and the file keeps the bytes the new holder left."""
+        self._check_open()
+        refuse_symlink(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = temp_name(path)
+        write_new(tmp, data)
+        try:
+            step("state.staged")
+            with self.lease.fence():
+                swap_into_place(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def remove_state(self, path: Path) -> None:
+        """Delete a local state file (a proposal decided), fenced."""
+        self._check_open()
+        with self.lease.fence():
+            path.unlink(missing_ok=True)
 
     # --- model answers (delegated to the journal) ---
 
@@ -392,6 +446,7 @@ class WriterSession:
 @contextlib.contextmanager
 def writer_session(store: Store, *, wait: float, ttl: float, maintenance: bool = False,
                    clock: Callable[[], float] = time.time,
+                   mono: Callable[[], float] = time.monotonic,
                    busy_timeout: float = 5.0) -> Iterator[WriterSession]:
     """Hold the writer lease of ``store``'s knowledge folder for the ``with`` block.
 
@@ -400,7 +455,7 @@ def writer_session(store: Store, *, wait: float, ttl: float, maintenance: bool =
     """
     journal = Journal(store.queue_dir)
     lease = Lease(store.knowledge, ttl=ttl, clock=clock, busy_timeout=busy_timeout,
-                  epoch_floor=journal.max_epoch)
+                  epoch_floor=journal.max_epoch, mono=mono)
     lease.acquire(wait=wait, maintenance=maintenance)
     session = WriterSession(store, lease, journal)
     try:

@@ -1,0 +1,388 @@
+"""The reading service: the index kept current, and one rule for answering from it.
+
+Every reading method brings the index up to date with the files first (the staleness
+check, :mod:`memidex.index.refresh`) and answers through :meth:`Reading.with_fallback`:
+the query on the index, or — when the index is missing, locked or damaged — the same
+question answered by reading the records directly (the ``bundle-scan`` level, SPEC §4).
+Writers tell it when they wrote (:meth:`Reading.after_write`), so the next read sees the
+change; the refresh after a write runs here, after the write route released the lease.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, TypeVar
+
+from memidex.config import Config
+from memidex.errors import (
+    AmbiguousIdError,
+    IndexUnavailableError,
+    LeaseError,
+    NotFoundError,
+    UsageError,
+)
+from memidex.records.vocab import KINDS, STATUSES
+from memidex.search.ranking import DEFAULT_STATUSES, SearchQuery
+from memidex.store.files import LoadedRecord, Store
+
+if TYPE_CHECKING:
+    from memidex.app.results import RecordList, SearchResult, ShownRecord
+    from memidex.index.db import IndexDB
+    from memidex.index.refresh import RefreshReport
+    from memidex.masking import Masker
+    from memidex.records.shape import RecordSummary
+    from memidex.search.ranking import SearchHit
+    from memidex.serve.values import Brief
+
+__all__ = ["MAX_LIMIT", "Reading", "check_limit", "kinds_of", "statuses_of"]
+
+T = TypeVar("T")
+MAX_LIMIT = 2**63 - 1  # memidex.records.model.MAX_ORDINAL (not imported on a search)
+LEXICAL = "lexical-only"
+SCAN = "bundle-scan"
+
+
+def statuses_of(statuses: Sequence[str] | None) -> tuple[str, ...]:
+    if statuses is None:
+        return DEFAULT_STATUSES
+    if "any" in statuses:
+        return ()
+    bad = [s for s in statuses if s not in STATUSES]
+    if bad:
+        raise UsageError(f"unknown status {bad[0]!r}: use {', '.join(STATUSES)} or any")
+    return tuple(sorted(set(statuses)))
+
+
+def kinds_of(kinds: Sequence[str]) -> tuple[str, ...]:
+    bad = [k for k in kinds if k not in KINDS]
+    if bad:
+        raise UsageError(f"unknown kind {bad[0]!r}: use {', '.join(KINDS)}")
+    return tuple(sorted(set(kinds)))
+
+
+def check_limit(limit: int) -> None:
+    if not 1 <= limit <= MAX_LIMIT:
+        raise UsageError(f"--limit must be a whole number from 1 to {MAX_LIMIT}")
+
+
+def anchors_of(anchors: Sequence[str], *, flag: str, prefix: bool = True) -> tuple[str, ...]:
+    """Anchors given on a command line: ``type:value``, or (``prefix``) a prefix of one
+    ending in ``*``. A malformed one is a usage error — never a filter matching nothing."""
+    from memidex.records.ids import ANCHOR_RE
+
+    for a in anchors:
+        if len(a) > 1000 or "\n" in a or "\r" in a or not (
+                ANCHOR_RE.fullmatch(a) or (prefix and a.endswith("*") and (
+                    ANCHOR_RE.fullmatch(a[:-1]) or
+                    (":" in a and ANCHOR_RE.fullmatch(a[:-1] + "x"))))):
+            raise UsageError(f"malformed {flag} anchor {a[:80]!r}",
+                             hint="an anchor is type:value with a lowercase type (a "
+                             "trailing * matches a prefix), e.g. page:/checkout")
+    return tuple(sorted(set(anchors)))
+
+
+class Reading:
+    """The index of one repository, kept current, and the reading commands over it."""
+
+    def __init__(self, config: Config, store: Store, masker: Callable[[], Masker]) -> None:
+        self.config = config
+        self.store = store
+        self.masker = masker
+        self._db: IndexDB | None = None  # imported lazily
+        self.last_refresh: RefreshReport | None = None
+        self.note = ""
+        """Why the index was not used (or what its refresh found), for the answer's note."""
+        # A long-lived process (a server) re-checks at most this often; each CLI command
+        # is a new process and always checks. Every write resets it.
+        self.recheck_seconds = 1.0
+        self._checked_at: float | None = None
+
+    # --- the index -----------------------------------------------------------------
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        self._checked_at = None
+        from memidex.index.staleness import discard_prefetch
+
+        discard_prefetch(str(self.store.root))
+
+    def prefetch(self) -> None:
+        """Start the staleness check's git call now, to overlap it with imports and the
+        opening of the index (the CLI does this for reading commands)."""
+        from memidex.index.staleness import prefetch
+
+        prefetch(str(self.store.root), [self.store.records_rel, self.store.policies_rel])
+
+    def after_write(self) -> None:
+        """A write landed: the next read checks the files again."""
+        self._checked_at = None
+
+    def settle(self, *, build: bool = False) -> None:
+        """After a write (the lease released): bring the index up to date now, so the next
+        brief and search see the change — and (``build``: after a run is learned, since
+        serving needs the index) build it when there is none. A writer holding the lease
+        (a daemon) leaves a missing index to a later rebuild."""
+        self.after_write()
+        if self.open() is None and build and not self.config.index_path.exists():
+            try:
+                self.rebuild()
+            except LeaseError:
+                pass
+
+    def open(self, *, refresh: bool = True) -> IndexDB | None:
+        """The open, up-to-date index, or ``None`` (and :attr:`note` says why)."""
+        from memidex.index.db import IndexDB, IndexOutdated, IndexSwapped
+        from memidex.index.refresh import refresh as refresh_index
+
+        upgraded = False
+        for _ in range(3):
+            if self._db is not None and self._db.swapped():
+                self.close()
+            if self._db is None:
+                try:
+                    self._db = IndexDB.open(self.config.index_path, write=True)
+                except IndexOutdated as exc:
+                    if upgraded or not self._upgrade(exc.pending):
+                        self.note = self.note or exc.message
+                        return None
+                    upgraded = True
+                    continue
+                except IndexUnavailableError as exc:
+                    self.note = exc.message
+                    return None
+            if not refresh or (self._checked_at is not None and
+                               time.monotonic() - self._checked_at < self.recheck_seconds):
+                return self._db
+            try:
+                self.last_refresh = refresh_index(self.store, self._db)
+                # A damaged index is never served as an empty one (a few µs).
+                self._db.sanity()
+                self._checked_at = time.monotonic()
+            except IndexSwapped:
+                self.close()
+                continue
+            except IndexUnavailableError as exc:
+                self.note = exc.message
+                self.close()
+                return None
+            interrupted = self.last_refresh.interrupted if self.last_refresh else None
+            self.note = "" if interrupted is None else (
+                f"a change set ({interrupted}) was interrupted while its files were being "
+                "moved into place; the next write finishes it")
+            return self._db
+        self.note = "the index kept being replaced"
+        return None
+
+    def _upgrade(self, pending: list[str]) -> bool:
+        """An index built by an earlier memidex: migrate or rebuild it now (once), so the
+        command that found it answers from an up-to-date index. False (and :attr:`note`)
+        when that fails; the command then scans the records."""
+        from memidex.index.build import upgrade
+
+        try:
+            upgrade(self.store, self.config.index_path, pending)
+        except (OSError, IndexUnavailableError) as exc:
+            self.note = (f"the index is from an earlier memidex and could not be brought up "
+                         f"to date ({exc})")
+            return False
+        return True
+
+    def damaged(self, exc: IndexUnavailableError) -> None:
+        """A query failed on the index: answer from the records this time (bundle-scan)."""
+        self.note = exc.message
+        self.close()
+
+    def with_fallback(self, query: Callable[[IndexDB], T], scan: Callable[[], T]
+                      ) -> tuple[T, str]:
+        """``query`` on the up-to-date index, else ``scan`` of the records; and the level
+        that answered (``lexical-only`` or ``bundle-scan``). The one index-or-scan rule."""
+        db = self.open()
+        if db is not None:
+            try:
+                return query(db), LEXICAL
+            except IndexUnavailableError as exc:
+                self.damaged(exc)
+        return scan(), SCAN
+
+    def rebuild(self, *, progress: Callable[[int, int], None] | None = None,
+                jobs: int | None = None) -> object:
+        """Rebuild the index (:func:`memidex.index.build.rebuild`). A maintenance command:
+        refuses at once (exit 3) while another live process — a daemon, say — holds the
+        writer lease, and holds it meanwhile."""
+        from memidex.index.build import rebuild
+        from memidex.write.writer import writer_session
+
+        self.close()
+        with writer_session(self.store, wait=0, ttl=self.config.lease_ttl_seconds,
+                            maintenance=True):
+            return rebuild(self.store, self.config.index_path, jobs=jobs, progress=progress)
+
+    def loaded(self) -> Iterator[LoadedRecord]:
+        """Every record that parses, read holding the visibility lock shared, so a change
+        set is seen whole (:mod:`memidex.store.visibility`)."""
+        from memidex.store import visibility
+
+        with visibility.shared(self.store.knowledge):
+            for item in self.store.iter_records():
+                if isinstance(item, LoadedRecord):
+                    yield item
+
+    # --- products ------------------------------------------------------------------
+
+    def product(self, product: str | None, all_products: bool = False) -> str | None:
+        """The product a command is scoped to: ``--product``, else the configured one;
+        ``None`` only for an explicit ``--all-products``. The one place this is decided."""
+        if all_products:
+            if product:
+                raise UsageError("give --product or --all-products, not both")
+            return None
+        chosen = product or self.config.product
+        if not chosen:
+            raise UsageError(
+                "no product: every command is scoped to one product",
+                hint="pass --product NAME, set `product` in memidex.toml, or --all-products",
+            )
+        return chosen
+
+    def one_product(self, product: str | None) -> str:
+        """The one product a command needs (never all of them)."""
+        chosen = self.product(product, False)
+        assert chosen is not None
+        return chosen
+
+    def ordinal_floor(self, product: str) -> int:
+        """The highest run ordinal ``product``'s records name (0: none): the index's one
+        lookup, or a scan of the records when the index is unavailable."""
+        def query(db: IndexDB) -> int:
+            from memidex.index.query import max_ordinal
+
+            return max_ordinal(db, product)
+
+        def scan() -> int:
+            best = 0
+            for lr in self.loaded():
+                r = lr.record
+                if r.product == product:
+                    best = max(best, r.valid.from_, r.trust.last_confirmed or 0,
+                               r.valid.until or 0)
+            return best
+
+        return self.with_fallback(query, scan)[0]
+
+    # --- the reading commands -----------------------------------------------------
+
+    def search(self, text: str, *, product: str | None = None, all_products: bool = False,
+               kinds: Sequence[str] = (), statuses: Sequence[str] | None = None,
+               anchors: Sequence[str] = (), limit: int = 10,
+               near: Sequence[str] = ()) -> SearchResult:
+        from memidex.app.results import SearchResult
+
+        check_limit(limit)
+        q = SearchQuery(text=text, product=self.product(product, all_products),
+                        kinds=kinds_of(kinds), statuses=statuses_of(statuses),
+                        anchors=anchors_of(anchors, flag="--anchor"), limit=limit,
+                        near=anchors_of(near, flag="--near"))
+
+        def query(db: IndexDB) -> list[SearchHit]:
+            from memidex.index.query import search
+
+            return search(db, q)
+
+        def scan() -> list[SearchHit]:
+            from memidex.search.scan import scan_near, scan_search
+
+            return scan_near(list(self.loaded()), q) if q.near else \
+                scan_search(self.loaded(), q)
+
+        hits, level = self.with_fallback(query, scan)
+        return SearchResult(text, q.product, level, self.masker().mask_hits(hits),
+                            note=self.note)
+
+    def find(self, id_or_prefix: str) -> ShownRecord:
+        """The record an id or unique prefix names (its text as stored)."""
+        from memidex.app.results import ShownRecord
+        from memidex.records.codec import parse_record_bytes
+
+        prefix = id_or_prefix.strip()
+        if not prefix:
+            raise UsageError("give a record id or a unique prefix of one")
+
+        def query(db: IndexDB) -> list[tuple[str, str]]:
+            from memidex.index.query import find_ids
+
+            return [(row.id, row.path) for row in find_ids(db, prefix)]
+
+        def scan() -> list[tuple[str, str]]:
+            found = sorted((lr.record.id, lr.relpath) for lr in self.loaded()
+                           if lr.record.id.startswith(prefix))
+            return [c for c in found if c[0] == prefix] or found
+
+        candidates, _level = self.with_fallback(query, scan)
+        ids = sorted({c[0] for c in candidates})
+        if not ids:
+            raise NotFoundError(f"no record with id or prefix {prefix[:200]!r}")
+        if len(ids) > 1:
+            shown = ", ".join(ids[:5]) + (" …" if len(ids) > 5 else "")
+            raise AmbiguousIdError(f"{prefix!r} matches {len(ids)} records: {shown}")
+        paths = [c[1] for c in candidates if c[0] == ids[0]]
+        data = self.store.read_bytes(paths[0])
+        record = parse_record_bytes(data, paths[0])
+        return ShownRecord(record, paths[0], data.decode("utf-8"), tuple(paths[1:]))
+
+    def show(self, id_or_prefix: str) -> ShownRecord:
+        """The record an id or unique prefix names, secrets masked in what it shows."""
+        return self.masker().mask_shown(self.find(id_or_prefix))
+
+    def list_records(self, *, product: str | None = None, all_products: bool = False,
+                     kinds: Sequence[str] = (), statuses: Sequence[str] | None = None,
+                     anchors: Sequence[str] = (), limit: int | None = None) -> RecordList:
+        from memidex.app.results import RecordList
+
+        chosen = self.product(product, all_products)
+        k, s = kinds_of(kinds), (() if statuses is None else statuses_of(statuses))
+        a = anchors_of(anchors, flag="--anchor")
+        if limit is not None:
+            check_limit(limit)
+
+        def query(db: IndexDB) -> list[RecordSummary]:
+            from memidex.index.query import list_records
+
+            return list_records(db, product=chosen, kinds=k, statuses=s, anchors=a,
+                                limit=limit)
+
+        def scan() -> list[RecordSummary]:
+            from memidex.records.shape import summary_of
+            from memidex.search.scan import matches_filters
+
+            out = [summary_of(lr.record, lr.relpath) for lr in
+                   sorted(self.loaded(), key=lambda x: (x.record.kind, x.record.id,
+                                                        x.relpath))
+                   if matches_filters(lr.record, chosen, k, s, a)]
+            return out[:limit] if limit is not None else out
+
+        rows, _level = self.with_fallback(query, scan)
+        return RecordList(tuple(self.masker().mask_summaries(rows)))
+
+    def brief(self, test_id: str, *, product: str | None = None,
+              anchors: Sequence[str] = (), at: int | None = None,
+              budget: int | None = None, limit: int | None = None,
+              explain: bool = False, record: bool = True) -> Brief:
+        """The brief for ``test_id`` (:func:`memidex.serve.brief.build_brief`)."""
+        from memidex.serve.brief import BriefRequest, build_brief
+
+        chosen = self.one_product(product)
+        req = BriefRequest(test_id, chosen, tuple(anchors), at, budget, limit, explain)
+        masker = self.masker()
+        db = self.open()
+        if db is not None:
+            try:
+                return build_brief(self.config, self.store, db, req, masker=masker,
+                                   index_note=self.note, record=record)
+            except IndexUnavailableError as exc:
+                self.damaged(exc)
+        return build_brief(self.config, self.store, None, req, masker=masker,
+                           index_note=self.note, record=record,
+                           floor=self.ordinal_floor(chosen))

@@ -1,0 +1,99 @@
+"""The checks that hold a change back for a person (SPEC §3.6, ``docs/learning.md``).
+
+A change the curator decided becomes a *proposal* (kept in the queue, listed by
+``memidex knowledge proposals``) instead of being written when it:
+
+* **contradicts its own anchors** — the same run both verified and failed the check
+  its claim rests on (:func:`self_contradiction`);
+* **rewrites a record a person wrote**, or **rewrites too much at once** — more than
+  ``max_body_change`` of a template body (:func:`rewrite`), or more supersessions and
+  deprecations in one run than ``max_rewrites`` (:func:`too_many_rewrites`);
+* **cites a missing record** — a relation names a record that is neither on disk nor
+  written by the same run (:func:`missing_citations`).
+
+A change whose record would not load back from its file is never written nor proposed
+(:func:`unloadable`). Pure functions: each returns the reason, or nothing.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Mapping
+
+from memidex.config.tables import LearningSettings
+from memidex.errors import RecordError
+from memidex.learning.candidates import Candidate
+from memidex.learning.curator import Decision
+from memidex.records.codec import content_hash, dump_record, parse_record, remember
+from memidex.records.model import Record
+
+__all__ = ["changed_share", "missing_citations", "rewrite", "self_contradiction",
+           "too_many_rewrites", "unloadable"]
+
+
+def self_contradiction(c: Candidate, d: Decision) -> str | None:
+    if c.self_contradiction and d.record is not None:
+        return ("contradicts its own anchors: the same run both verified and failed "
+                f"`{c.evidence.check}` on {c.anchor}")
+    return None
+
+
+def changed_share(old: str, new: str) -> float:
+    """How much of ``old`` a rewrite to ``new`` changes (0 .. 1)."""
+    if not old:
+        return 0.0
+    return 1.0 - difflib.SequenceMatcher(None, old, new, autojunk=False).ratio()
+
+
+def rewrite(c: Candidate, d: Decision, existing: Record | None,
+            settings: LearningSettings) -> str | None:
+    """A supersession of a person's record, or of too much of a template body at once."""
+    if d.op != "supersede" or existing is None:
+        return None
+    if existing.trust.source == "human":
+        return "rewrites a record a person wrote"
+    if existing.written_by == "template" and d.record is not None \
+            and d.record.written_by == "template" \
+            and changed_share(existing.body, c.body) > settings.max_body_change:
+        return f"rewrites more than {settings.max_body_change:.0%} of the body at once"
+    return None
+
+
+def too_many_rewrites(touched: Mapping[str, Decision],
+                      settings: LearningSettings) -> dict[str, str]:
+    """Every supersession and deprecation of a run that makes more than ``max_rewrites``."""
+    rewrites = [rid for rid, d in touched.items() if d.op in ("supersede", "deprecate")]
+    if len(rewrites) <= settings.max_rewrites:
+        return {}
+    return {rid: f"the run rewrites {len(rewrites)} records at once (more than "
+                 f"{settings.max_rewrites})" for rid in rewrites}
+
+
+def missing_citations(touched: Mapping[str, Decision],
+                      exists: Callable[[str], bool]) -> dict[str, str]:
+    """Changes whose relations name a record that neither exists (``exists(id)``) nor is
+    written by the same run."""
+    out: dict[str, str] = {}
+    for rid, d in touched.items():
+        if d.record is None:
+            continue
+        rel = d.record.relations
+        for other in (*rel.cites, *rel.contradicts, *rel.supersedes,
+                      *([rel.superseded_by] if rel.superseded_by else [])):
+            if other not in touched and not exists(other):
+                out.setdefault(rid, f"cites a missing record: {other}")
+    return out
+
+
+def unloadable(record: Record | None) -> str | None:
+    """Why ``record`` would not load back from its file (None: it would)."""
+    if record is None:
+        return None
+    text = dump_record(record)
+    try:
+        parsed = parse_record(text, record.relpath)
+    except RecordError as exc:
+        return exc.message
+    # The index refresh after the ingest reads these bytes back: it takes this parse.
+    remember(content_hash(text.encode("utf-8")), parsed)
+    return None

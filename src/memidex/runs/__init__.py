@@ -1,1 +1,0 @@
-"""Transitional: the ingest orchestration (moves to the learning service)."""

@@ -1,0 +1,99 @@
+"""A product's tests file: ``<state_dir>/runs/tests-<product>.json`` (SPEC §3).
+
+Per test of the product, what the learning remembers between runs
+(:class:`memidex.learning.fold.TestState`): the anchors of its past runs, the last
+ordinal it ran at, the builds it passed on, the facts it taught and how many passing
+runs each was missing from. The file also names the ordinal of the last run folded into
+it, so a resumed ingest folds a run once. The ingest reads it once and writes it once;
+the brief reads a test's anchors from it (cached by the file's size and mtime, for a
+long-lived server). A file that cannot be read back is a
+:class:`memidex.errors.StateDamagedError`, never an empty history.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memidex.config import Config
+from memidex.errors import StateDamagedError
+from memidex.learning.fold import TestState
+from memidex.records.ids import PRODUCT_RE
+from memidex.store.fsio import dump_json, refuse_symlink
+from memidex.store.state import StateWriter, load_state
+
+__all__ = ["TestsFile", "TestsState", "tests_path"]
+
+VERSION = 1
+
+
+def tests_path(config: Config, product: str) -> Path:
+    if not PRODUCT_RE.fullmatch(product):
+        raise StateDamagedError(f"product {product!r} is not a product name")
+    return config.state_path / "runs" / f"tests-{product}.json"
+
+
+@dataclass(frozen=True)
+class TestsState:
+    """The tests file's contents: the last ordinal folded in and each test's state."""
+
+    __test__ = False  # not a pytest class
+
+    ordinal: int = 0
+    tests: Mapping[str, TestState] = field(default_factory=dict)
+
+
+class TestsFile:
+    """The owner of one product's tests file."""
+
+    __test__ = False
+
+    def __init__(self, config: Config, product: str) -> None:
+        self.product = product
+        self.path = tests_path(config, product)
+        refuse_symlink(self.path.parent)
+
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    def load(self) -> TestsState:
+        data = load_state(self.path, what="tests file")
+        if data is None:
+            return TestsState()
+        try:
+            ordinal = data.get("ordinal", 0)
+            tests = {str(k): TestState.from_dict(v)
+                     for k, v in (data.get("tests") or {}).items() if isinstance(v, dict)}
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise StateDamagedError(f"{self.path}: the tests file is damaged ({exc})") from None
+        if isinstance(ordinal, bool) or not isinstance(ordinal, int):
+            raise StateDamagedError(f"{self.path}: the tests file is damaged (`ordinal` is "
+                                    "not a whole number)")
+        return TestsState(ordinal, tests)
+
+    def save(self, writer: StateWriter, tests: Mapping[str, TestState], *,
+             ordinal: int) -> None:
+        data = {"version": VERSION, "product": self.product, "ordinal": ordinal,
+                "tests": {k: v.as_dict() for k, v in sorted(tests.items())}}
+        writer.put(self.path, dump_json(data, indent=1))
+
+    def test_anchors(self, test_id: str) -> tuple[str, ...]:
+        """The anchors ``test_id`` touched in its past runs (sorted; empty if unknown).
+        The file is read again only when its size or modification time changed (a
+        long-lived process — the MCP server — briefs many tests)."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return ()
+        key = (str(self.path), st.st_size, st.st_mtime_ns)
+        cached = _ANCHORS.get(str(self.path))
+        if cached is None or cached[0] != key:
+            anchors = {t: tuple(sorted(state.anchors)) for t, state in self.load().tests.items()}
+            cached = (key, anchors)
+            _ANCHORS[str(self.path)] = cached
+        return cached[1].get(test_id, ())
+
+
+_ANCHORS: dict[str, tuple[tuple[str, int, int], dict[str, tuple[str, ...]]]] = {}

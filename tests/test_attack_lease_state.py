@@ -1,0 +1,90 @@
+"""Hardening, the lease and the state files under attack: a writer that lost its lease
+writes nothing (records or state), and no clock can expire a live lease.
+
+Real subprocesses (tests/lease_driver.py and the `memidex` command), real SIGSTOP/SIGCONT.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from lease_driver import drive, driver_cmd, make_record, make_root, store_for
+from memidex.errors import LeaseHeldError
+from memidex.write.writer import writer_session
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return make_root(tmp_path / "repo")
+
+
+def test_a_wall_clock_ahead_cannot_take_a_live_lease(root: Path) -> None:
+    # a process whose clock runs 60 s ahead sees the holder's heartbeat as 60 s old by the
+    # wall clock; the machine's monotonic clock says it is fresh: the lease is not free
+    store = store_for(root)
+    with writer_session(store, wait=0, ttl=30) as holder:
+        holder.write(make_record("mine"))
+        ahead = time.time() + 60
+        with pytest.raises(LeaseHeldError):
+            with writer_session(store, wait=0, ttl=30, clock=lambda: ahead):
+                raise AssertionError("took a live lease")
+        assert holder.lease.heartbeat()
+        holder.write(make_record("still-mine"))
+
+
+def test_a_process_with_its_clock_ahead_does_not_run_beside_a_live_holder(root: Path) -> None:
+    # the same through real processes: a live holder (its heartbeat thread beating), and a
+    # writer whose clock is 60 s ahead and a TTL of 2 s: it gives up (exit 3), never writes
+    holder = subprocess.Popen(driver_cmd(root, "hold", "--seconds", "6", "--ttl", "2"),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None
+        first = json.loads(holder.stdout.readline())
+        assert first["event"] == "granted"
+        code, events = drive(root, "write", "--prefix", "ahead", "--ttl", "2",
+                             "--clock-offset", "60", "--wait", "1")
+        assert code == 3, events
+        assert events[-1]["type"] == "LeaseHeldError"
+        assert not list((root / "agent-qa-knowledge/memory/records/fact").glob("*.md"))
+    finally:
+        out, err = holder.communicate(timeout=60)
+    assert holder.returncode == 0, err
+    released = [json.loads(line) for line in out.splitlines() if line.strip()]
+    assert any(e["event"] == "released" and e["epoch"] == first["epoch"] and not e["lost"]
+               for e in released)
+
+
+def test_cli_rebuild_with_a_clock_ahead_refuses_under_a_live_daemon(root: Path) -> None:
+    # `memidex daemon` holds the lease; a maintenance command from a process whose wall
+    # clock is ahead (libfaketime-style, here through the lease's own clock) refuses
+    code = ("import sys, time\n"
+            "import memidex.write.lease as lease\n"
+            "real = time.time\n"
+            "orig = lease.Lease.__init__\n"
+            "def init(self, *a, **k):\n"
+            "    k['clock'] = lambda: real() + 60\n"
+            "    orig(self, *a, **k)\n"
+            "lease.Lease.__init__ = init\n"
+            "from memidex.cli.main import main\n"
+            "sys.exit(main(['--root', sys.argv[1], 'knowledge', 'rebuild-index']))\n")
+    daemon = subprocess.Popen([sys.executable, "-m", "memidex", "--root", str(root), "daemon"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert daemon.stderr is not None
+        line = daemon.stderr.readline()
+        assert "holds the writer lease" in line, line
+        out = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True,
+                             text=True, timeout=120)
+        assert out.returncode == 3, out.stderr
+        assert "writer lease is held by pid" in out.stderr
+        assert daemon.poll() is None
+    finally:
+        daemon.terminate()
+        daemon.communicate(timeout=60)
+    assert daemon.returncode == 0
