@@ -115,7 +115,7 @@ _JS_HEADER = re.compile(
 _JS_THROWN = re.compile(r"\bexpect(?:\.soft)?\.(?:not\.)?to[A-Z]\w*:")  # the matcher threw
 _CALL_LOG = re.compile(
     r"-\s+(?:expect\.(not\.)?(to[A-Z]\w*) with timeout (\d+)ms"
-    r"|Expect \"(not[ _])?(to[A-Z]\w*|to_\w+)\" with timeout (\d+)ms"
+    r"|Expect \"(not[ _])?(to[A-Z]\w*|to_\w+)\"[^\n]*? with timeout (\d+)ms"
     r"|(?:Locator|Page|APIResponse)Assertions\.(not_)?(to_\w+) with timeout (\d+)ms)")
 _PY_HEADER = re.compile(
     r"^(?:[\w.]*(?:AssertionError|AssertionFailedError):\s*)?"

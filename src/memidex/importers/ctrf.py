@@ -71,6 +71,7 @@ def read_ctrf(fh: TextIO, source: str, warn: Callable[[str], None], info: CtrfRe
                     announced = True
                 yield _test(value, info, source, key, warn)
             elif kind == "bad":
+                info.saw_results = True
                 what = "a list" if key == "tests" else "an object"
                 warn(f"{source}:{value}: `{key}` is not {what}; skipped")
     except Malformed as exc:
@@ -206,6 +207,8 @@ def _attempts(test: dict[str, Any], final: RawAttempt, flaky: bool) -> list[RawA
         else:  # the last entry is the final attempt: keep the test's own details on it
             final.errors = final.errors or out[-1].errors
             final.status = out[-1].status if final.status == "error" else final.status
+            if out[-1].duration_ms is not None:
+                final.duration_ms = out[-1].duration_ms
             out[-1] = final
         return out
     if n == 0 and flaky:
