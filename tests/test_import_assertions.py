@@ -366,3 +366,19 @@ def test_assertion_values_are_plain(tmp_path: Path) -> None:
     a = parse_assertion("expect(locator).toHaveText(expected) failed\n\nLocator: "
                         "locator('p')\nExpected: \"say \\\"hi\\\"\"\nReceived: \"bye\"\n")
     assert isinstance(a, Assertion) and a.expected == 'say "hi"' and a.observed == "bye"
+
+
+def test_the_documented_table_is_the_code() -> None:
+    """docs/import.md's matcher table and `MATCHERS` are one table."""
+    import re
+
+    from memidex.importers.assertions import MATCHERS
+
+    text = (REPO_ROOT / "docs/import.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| ((?:`to\w+`(?:, )?)+)[^|]*\| `(assert-[a-z-]+)` \| "
+                      r"`(assert-[a-z-]+)` \|$", text, re.M)
+    documented = {}
+    for names, kind, negated in rows:
+        for name in re.findall(r"`(to\w+)`", names):
+            documented[name] = (kind, negated)
+    assert documented == MATCHERS
