@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from conftest import REPO_ROOT
 from memidex.evidence import validate_run
@@ -382,3 +384,28 @@ def test_the_documented_table_is_the_code() -> None:
         for name in re.findall(r"`(to\w+)`", names):
             documented[name] = (kind, negated)
     assert documented == MATCHERS
+
+
+_PIECES = [
+    "expect(locator).", "expect(page).", "expect(received).", ".not", "toBeVisible()",
+    "toHaveText(expected)", "toHaveAttribute(expected)", "toHaveURL(expected)", " failed",
+    "Timed out 5000ms waiting for ", "\n\nLocator: ", "getByRole('button', { name: 'x' })",
+    "\nExpected: ", "\nExpected string: ", "\nExpected pattern: /a/i", "\nReceived: ",
+    "\nReceived string: ", "\"q\\\"\"", "<element(s) not found>", "\nError: ",
+    "element(s) not found", "\nTimeout: 99999999999999999999ms", "\n- Expected  - 1\n",
+    "+ Received  + 2\n", "\n- a\n+ b\n  c\n", "Locator expected ", "not ", "to be ",
+    "to have ", "visible", "Value", " 'v'", "\nActual value: ", "None", "\nE   ", "Call log:",
+    "  - Expect \"toBeChecked\" x with timeout 1ms", "expected:<", "> but was:<", ">",
+    "AssertionError: ", "strict mode violation", "'", "\"", "\n", "to_have_attribute('",
+]
+
+
+@given(st.one_of(st.text(max_size=300),
+                 st.lists(st.sampled_from(_PIECES), max_size=30).map("".join)))
+def test_the_parser_never_raises_and_kinds_are_words(text: str) -> None:
+    import re
+
+    found = parse_assertion(text)
+    if found is not None:
+        assert re.fullmatch(r"assert(?:-[a-z0-9-]+)?", found.kind), found.kind
+        assert found.timeout_ms is None or found.timeout_ms >= 0
