@@ -72,3 +72,21 @@ def test_a_file_that_is_neither_evidence_nor_a_report_is_one_error(repo: Path) -
     assert out.stderr.count("error:") == 1 and "Traceback" not in out.stderr
     assert str(bad) in out.stderr
     assert not (repo / ".agent-qa/runs").exists()
+
+
+CTRF = REPO_ROOT / "tests/data/ctrf/cypress-ministryofjustice-hmpps-challenge-support-" \
+                   "intervention-plan-ui.json"
+
+
+def test_a_ctrf_report_imports_and_ingests(repo: Path) -> None:
+    doc = json.loads(run_cli(repo, "runs", "import", str(CTRF), "--product", "shop-web",
+                             "--json", check=True).stdout)
+    assert doc["format"] == "ctrf" and doc["warnings"] == []
+    assert doc["counts"] == {"tests": 338, "passed": 334, "failed": 3, "flaky": 1,
+                             "skipped": 0}
+    # `runs ingest` detects reports by its own probe (the lead's part); --format says it
+    out = json.loads(run_cli(repo, "runs", "ingest", str(CTRF), "--format", "ctrf",
+                             "--product", "shop-web", "--json", check=True).stdout)
+    assert sorted(set(out["analysis"].values())) == ["app-bug", "flaky", "unknown"]
+    for name, text in _records(repo).items():
+        assert "/Users/" not in text and "paul.massey" not in text, name

@@ -20,7 +20,6 @@ TABLE = [
     ("getByRole('button', { name: 'Place order' })", "el:button:place-order"),
     ('get_by_role("button", name="Place order")', "el:button:place-order"),
     ("getByRole('link', { name: /get started/i })", "el:link:get-started"),
-    ("getByRole('checkbox')", "el:checkbox"),
     ("getByTestId('cart-total')", "el:testid:cart-total"),
     ('get_by_test_id("cart-total")', "el:testid:cart-total"),
     ("getByLabel('E-mail address')", "el:field:e-mail-address"),
@@ -38,8 +37,17 @@ TABLE = [
     ("getByRole('row', { name: 'Ann' }).getByRole('button', { name: 'Delete' })",
      "el:button:delete"),
     ("getByTestId('x').first()", "el:testid:x"),
-    ("getByRole('listitem').nth(2)", "el:listitem"),
-    ("locator('li').filter({ hasText: 'Milk' })", "el:css:li"),
+    ("getByRole('listitem', { name: 'Milk' }).nth(2)", "el:listitem:milk"),
+    ("locator('li.item').filter({ hasText: 'Milk' })", "el:css:li.item"),
+    ("getByLabel('Shipping method').locator('option')", "el:field:shipping-method"),
+    ("locator('header').locator('button.btn.btn--text').first()",
+     "el:css:button.btn.btn--text"),
+    ("locator('text=/Game Code:/i')", "el:text:game-code"),
+    ("getByText(/Game Code:/i)", "el:text:game-code"),
+    ("locator('internal:text=/Game Code/i')", "el:text:game-code"),
+    ("locator('#sbox-iframe').contentFrame().getByText('Rich text')", "el:text:rich-text"),
+    ("locator('[data-testid^=\"checkbox-cell-\"]:nth-of-type(1)')",
+     'el:css:[data-testid^="checkbox-cell-"]:nth-of-type(1)'),
     ("locator('label:has-text(\"Saturday\")').locator('..')",
      'el:css:label:has-text("Saturday")'),
     ('locator("[data-testid=\\"create\\"]").first', "el:testid:create"),
@@ -63,14 +71,87 @@ def test_what_the_table_does_not_know_gives_no_anchor(text: str) -> None:
     assert find_locators(text) == []
 
 
+# the rules of "anchors worth matching" (docs/import.md), one test each
+
+
+@pytest.mark.parametrize("text", [
+    "locator('option')", "locator('div')", "locator('label')", "locator('button')",
+    "locator('span')", "locator('li')", "locator('input')", "locator('a')",
+    "locator('tr')", "locator('td')", "locator('li:nth-child(2)')", "locator('div > span')",
+    "locator('tr:nth-of-type(3) td:first-child')", "locator('input:checked')",
+    "locator('css=div')", "locator('*')",
+])
+def test_a_bare_tag_or_generic_css_gives_no_anchor(text: str) -> None:
+    assert find_locators(text) == []
+
+
+@pytest.mark.parametrize("text", [
+    "getByRole('checkbox')", "get_by_role(\"checkbox\")", "getByRole('listitem').nth(2)",
+    "locator('internal:role=button')", "getByRole(AriaRole.BUTTON)",
+])
+def test_a_role_without_a_name_gives_no_anchor(text: str) -> None:
+    assert find_locators(text) == []
+
+
+@pytest.mark.parametrize("text", [
+    "get_by_test_id(\"checkbox-cell-6874bcb4437beded879c3ab8\")",
+    "getByTestId('row-3f2a1b4c')", "locator('#order-1759936346')",
+    "getByText('Invoice 20240115093011')",
+])
+def test_a_generated_id_gives_no_anchor(text: str) -> None:
+    assert find_locators(text) == []
+
+
+@pytest.mark.parametrize(("text", "anchor"), [
+    ("getByTestId('step-2024')", "el:testid:step-2024"),       # four digits: a word
+    ("getByTestId('zip-12345')", "el:testid:zip-12345"),
+    ("getByTestId('deadbeefcafe')", "el:testid:deadbeefcafe"),  # hex letters, no digit
+])
+def test_short_numbers_are_not_generated_ids(text: str, anchor: str) -> None:
+    assert [f.anchor for f in find_locators(text)] == [anchor]
+
+
+def test_a_regexs_flags_are_not_part_of_the_anchor() -> None:
+    assert [f.anchor for f in find_locators("locator('text=/Game Code:/i')")] == [
+        "el:text:game-code"]
+    assert [f.anchor for f in find_locators("getByRole('link', { name: /Sign in/i })")] == [
+        "el:link:sign-in"]
+
+
+@pytest.mark.parametrize(("text", "anchor"), [
+    ("getByLabel('Shipping method').locator('option')", "el:field:shipping-method"),
+    ("locator('div').getByRole('button', { name: 'Save' })", "el:button:save"),
+    ("getByRole('row', { name: 'Ann' }).getByRole('checkbox')", "el:row:ann"),
+    ("getByTestId('cart').locator('li').first()", "el:testid:cart"),
+])
+def test_in_a_chain_the_meaningful_locator_wins(text: str, anchor: str) -> None:
+    assert [f.anchor for f in find_locators(text)] == [anchor]
+
+
+def test_a_secret_only_nfkc_spells_is_masked() -> None:
+    from memidex.masking import Masker
+
+    mask = Masker(secrets=(("pw", "Hunter2"),)).mask
+    fullwidth = "".join(chr(ord(c) + 0xFEE0) for c in "Hunter2")
+    found = find_locators(f"getByRole('button', {{ name: '{fullwidth}' }})", mask)
+    assert [f.anchor for f in found] == ["el:button:secret-pw"]
+
+
 def test_strict_mode_violations_name_the_locator_and_its_suggestions() -> None:
     text = ("Error: strict mode violation: getByText('Welcome Message') resolved to 2 "
             "elements:\n 1) <h1>Welcome Message</h1> aka getByRole('heading', { name: "
             "'Welcome Message' })\n 2) <label>…</label> aka locator('label').filter({ "
             "hasText: 'Welcome Message' })")
     assert [(f.anchor, f.role) for f in find_locators(text)] == [
-        ("el:text:welcome-message", "strict"), ("el:heading:welcome-message", "aka"),
-        ("el:css:label", "aka")]
+        ("el:text:welcome-message", "strict"), ("el:heading:welcome-message", "aka")]
+    # the ambiguous locator is the target and each suggestion a further anchor
+    pytest_text = ('Locator.wait_for: Error: strict mode violation: locator("[data-testid='
+                   '\\"create\\"]") resolved to 2 elements:\n    1) <button> aka '
+                   'get_by_role("button", name="Add")\n    2) <button> aka '
+                   'get_by_test_id("create-2")')
+    assert [(f.anchor, f.role) for f in find_locators(pytest_text)] == [
+        ("el:testid:create", "strict"), ("el:button:add", "aka"),
+        ("el:testid:create-2", "aka")]
 
 
 @pytest.mark.parametrize(("text", "pages"), [

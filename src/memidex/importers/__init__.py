@@ -26,6 +26,7 @@ from memidex.evidence import (
 )
 from memidex.importers.build import ANCHOR_ANNOTATION, VERIFIED_ANNOTATION, Builder
 from memidex.importers.common import (
+    SECRET_MARK,
     Cleaner,
     EmptyReportError,
     RawTest,
@@ -33,7 +34,8 @@ from memidex.importers.common import (
     TestIds,
     strip_ansi,
 )
-from memidex.importers.detect import FORMATS, detect_format
+from memidex.importers.ctrf import CtrfRead, read_ctrf
+from memidex.importers.detect import FORMATS, probe
 from memidex.importers.junit import JunitRead, read_junit
 from memidex.importers.paths import MachinePaths
 from memidex.importers.playwright import COUNTED, PlaywrightRead, read_playwright
@@ -49,6 +51,7 @@ __all__ = [
     "ImportResult",
     "ReportError",
     "import_report",
+    "probe",
     "report_run_id",
 ]
 
@@ -56,6 +59,7 @@ MAX_REPORT_BYTES = 1024 * 1024 * 1024
 """A report this big or bigger is refused before it is read."""
 MAX_TESTS = 100_000
 COUNT_KEYS = ("tests", "passed", "failed", "flaky", "skipped")
+CTRF_COUNTED = {k: k for k in ("passed", "failed", "flaky", "skipped")}
 _JUNIT_COUNTED = {"failed": "failed", "skipped": "skipped", "flaky": "flaky",
                   "passed": "passed"}
 
@@ -67,7 +71,7 @@ class ImportResult:
     evidence: dict[str, Any]
     """SPEC §3 run evidence (``memidex.evidence.validate_run`` accepts it)."""
     format: str
-    """``playwright`` or ``junit``."""
+    """``playwright``, ``junit`` or ``ctrf``."""
     counts: dict[str, int]
     """``tests``, ``passed``, ``failed``, ``flaky``, ``skipped`` as the runner counts them."""
     warnings: list[str] = field(default_factory=list)
@@ -91,7 +95,7 @@ def report_run_id(digest: str) -> str:
 
 
 def _check_flags(product: str, run_id: str | None, build_tag: str | None,
-                 fmt: str) -> None:
+                 fmt: str, masker: Masker) -> None:
     import re
 
     if not isinstance(product, str) or not PRODUCT_RE.fullmatch(product):
@@ -104,24 +108,24 @@ def _check_flags(product: str, run_id: str | None, build_tag: str | None,
         raise UsageError(f"build tag {build_tag!r} is not a build tag")
     if fmt not in FORMATS:
         raise UsageError(f"format {fmt!r} is not one of {', '.join(FORMATS)}")
+    # identifiers, not text: masked they would no longer be valid, so they are refused
+    for what, value in (("product", product), ("run id", run_id), ("build tag", build_tag)):
+        if value is not None and masker.holds_secret(value):
+            raise UsageError(f"the {what} holds a value from the secrets file",
+                             hint="it is an identifier: use another one")
 
 
-def _fingerprint(path: Path, max_bytes: int) -> tuple[str, bytes]:
-    """The SHA-256 of the file and its first bytes, read in chunks."""
+def _digest(path: Path, max_bytes: int) -> str:
+    """The SHA-256 of the file, read in chunks (the size refused before reading)."""
     source = str(path)
     try:
         size = path.stat().st_size
-        if path.is_dir():
-            raise ReportError(f"{source}: is a folder, not a report")
         if size >= max_bytes:
             raise ReportError(f"{source}: the report is {size} bytes; the limit is "
                               f"{max_bytes} bytes")
         digest = hashlib.sha256()
-        head = b""
         with path.open("rb") as fh:
             while chunk := fh.read(1 << 20):
-                if not head:
-                    head = chunk[:4096]
                 digest.update(chunk)
     except FileNotFoundError:
         raise ReportError(f"{source}: no such report file") from None
@@ -129,7 +133,7 @@ def _fingerprint(path: Path, max_bytes: int) -> tuple[str, bytes]:
         raise ReportError(f"{source}: cannot be read (permission denied)") from None
     except OSError as exc:
         raise ReportError(f"{source}: cannot be read ({exc.strerror or exc})") from None
-    return digest.hexdigest(), head
+    return digest.hexdigest()
 
 
 class _Session:
@@ -151,7 +155,7 @@ class _Session:
     def ready(self, machine_roots: list[str]) -> None:
         self.paths = MachinePaths(self.root, machine_roots)
         self.builder = Builder(Cleaner(self.paths.redact, self.masker.mask),
-                               self.paths.artifact, self.warn)
+                               self.paths.artifact, self.warn, self.masker.mask)
 
     def build(self, raw: RawTest) -> TestResult:
         if self.builder is None:  # pragma: no cover - ready() comes before any test
@@ -159,11 +163,19 @@ class _Session:
         assert self.builder is not None
         return self.builder.test(raw)
 
+    def id_text(self, text: str) -> str:
+        """A part of a test id: escapes removed, paths redacted, secrets masked as
+        ``secret-<name>`` (a mask an id can hold) before the id is made of it."""
+        mask = self.masker.mask
+        masked = mask(self.paths.redact(mask(strip_ansi(text))))
+        return SECRET_MARK.sub(lambda m: "secret-" + m.group(1), masked)
+
     def clean_warnings(self) -> list[str]:
         out = []
         for w in self.warnings:
-            line = " ".join(self.masker.mask(self.paths.redact(strip_ansi(w))).split())
-            out.append(line[:500])
+            line = " ".join(self.masker.mask(self.paths.redact(
+                self.masker.mask(strip_ansi(w)))).split())
+            out.append(self.masker.mask(line[:500]))
         return out
 
 
@@ -179,39 +191,55 @@ def import_report(path: Path, *, product: str, root: Path, fmt: str = "auto",
     ``<root>/.agent-qa/secrets.yaml``). The run id defaults to
     :func:`report_run_id` of the report's bytes. Raises :class:`ReportError` (exit 4)
     when nothing can be read — :class:`EmptyReportError` for a report with no test —
-    and ``UsageError`` for a bad product, run id, build tag or format."""
-    _check_flags(product, run_id, build_tag, fmt)
+    and ``UsageError`` for a bad product, run id, build tag or format, or one that holds
+    a secret."""
+    masker = masker if masker is not None else Masker.load(root / ".agent-qa" /
+                                                            "secrets.yaml")
+    _check_flags(product, run_id, build_tag, fmt, masker)
     source = str(path)
-    digest, head = _fingerprint(path, max_bytes)
-    found = detect_format(path, head)
+    found = probe(path)
+    if found == "evidence":
+        raise ReportError(f"{source}: this is run evidence (docs/runs.md), not a runner's "
+                          f"report: `memidex runs ingest` reads it as it is")
     if fmt != "auto" and fmt != found:
-        what = "JSON" if found == "playwright" else "XML"
-        raise ReportError(f"{source}: --format {fmt} was asked for, but the file is {what}"
-                          f" (a {found} report?)")
-    session = _Session(root, masker if masker is not None else
-                       Masker.load(root / ".agent-qa" / "secrets.yaml"))
+        raise ReportError(f"{source}: --format {fmt} was asked for, but the file is a "
+                          f"{found} report")
+    digest = _digest(path, max_bytes)
+    session = _Session(root, masker)
     counts = dict.fromkeys(COUNT_KEYS, 0)
     rows: list[tuple[list[str], str | None, TestResult]] = []
-    stream: Iterator[tuple[str, RawTest]]
-    counted: Callable[[str], str]
-    if found == "playwright":
-        pw = PlaywrightRead()
-        try:
-            fh = path.open(encoding="utf-8-sig", newline="")
-        except OSError as exc:
-            raise ReportError(f"{source}: cannot be read ({exc.strerror or exc})") from None
-        with fh:
-            stream = read_playwright(fh, source, session.warn, pw,
-                                     lambda info: session.ready(info.machine_roots))
-            _collect(stream, COUNTED.__getitem__, session, counts, rows)
-        _check_playwright(pw, counts, session.warn, source)
-    else:
-        ju = JunitRead()
-        counted = _JUNIT_COUNTED.__getitem__
-        stream = read_junit(path, source, session.warn, ju,
-                            lambda info: session.ready(info.machine_roots))
-        _collect(stream, counted, session, counts, rows)
-        _check_junit(ju, counts, session.warn, source)
+    try:
+        if found == "junit":
+            ju = JunitRead()
+            stream: Iterator[tuple[str, RawTest]] = read_junit(
+                path, source, session.warn, ju,
+                lambda info: session.ready(info.machine_roots))
+            _collect(stream, _JUNIT_COUNTED.__getitem__, session, counts, rows)
+            _check_junit(ju, counts, session.warn, source)
+        else:
+            try:
+                fh = path.open(encoding="utf-8-sig", newline="")
+            except OSError as exc:
+                raise ReportError(f"{source}: cannot be read ({exc.strerror or exc})"
+                                  ) from None
+            with fh:
+                if found == "playwright":
+                    pw = PlaywrightRead()
+                    stream = read_playwright(fh, source, session.warn, pw,
+                                             lambda info: session.ready(info.machine_roots))
+                    _collect(stream, COUNTED.__getitem__, session, counts, rows)
+                else:
+                    ct = CtrfRead()
+                    stream = read_ctrf(fh, source, session.warn, ct,
+                                       lambda info: session.ready(info.machine_roots))
+                    _collect(stream, CTRF_COUNTED.__getitem__, session, counts, rows)
+            if found == "playwright":
+                _check_playwright(pw, counts, session.warn, source)
+            else:
+                _check_ctrf(ct, counts, session.warn, source)
+                _relabel_files(rows)
+    except RecursionError:  # a last net: every reader bounds its own nesting
+        raise ReportError(f"{source}: not JSON: nested too deeply") from None
     if not rows:
         raise EmptyReportError(f"{source}: the report holds no tests; nothing to import")
     if len(rows) > MAX_TESTS:
@@ -221,13 +249,32 @@ def import_report(path: Path, *, product: str, root: Path, fmt: str = "auto",
     several = len({p for _, p, _ in rows if p is not None}) > 1
     ids = TestIds()
     mask = session.masker.mask
-    tests = tuple(replace(t, test_id=ids.make([mask(x) for x in parts],
-                                              project if several else None))
-                  for parts, project, t in rows)
+    tests = tuple(replace(t, test_id=ids.make(
+        [session.id_text(x) for x in parts],
+        session.id_text(project) if several and project is not None else None, mask))
+        for parts, project, t in rows)
     run = Run(run_id=run_id or report_run_id(digest), product=product, tests=tests,
               build_tag=build_tag, ci=ci)
     return ImportResult(evidence=run.as_dict(), format=found, counts=counts,
                         warnings=session.clean_warnings())
+
+
+def _relabel_files(rows: list[tuple[list[str], str | None, TestResult]]) -> None:
+    """CTRF names a test's file by its absolute path on the report's machine: in test ids
+    it is named relative to the folder all the report's absolute file paths share."""
+    absolute = [parts[0].replace("\\", "/") for parts, _, _ in rows
+                if parts and (parts[0].startswith("/") or parts[0][1:3] in (":\\", ":/"))]
+    if not absolute:
+        return
+    common = absolute[0].rsplit("/", 1)[0]
+    for p in absolute[1:]:
+        while common and not p.startswith(common + "/"):
+            common = common.rsplit("/", 1)[0] if "/" in common else ""
+    if not common:
+        return
+    for parts, _, _ in rows:
+        if parts and parts[0].replace("\\", "/").startswith(common + "/"):
+            parts[0] = parts[0].replace("\\", "/")[len(common) + 1:]
 
 
 def _collect(stream: Iterator[tuple[str, RawTest]], counted: Callable[[str], str],
@@ -265,3 +312,33 @@ def _check_junit(info: JunitRead, counts: dict[str, int], warn: Callable[[str], 
              f"{claimed['skipped']} skipped) but hold {counts['tests']} test cases "
              f"({counts['failed']} failed, {counts['flaky']} flaky, {counts['skipped']} "
              f"skipped); the test cases are trusted")
+
+
+def _check_ctrf(info: CtrfRead, counts: dict[str, int], warn: Callable[[str], None],
+                source: str) -> None:
+    """The runner's counts (``summary``) against the tests: CTRF counts a flaky test as
+    passed, and skipped, pending and other tests apart."""
+    summary = info.summary
+    if not summary:
+        return
+
+    def num(key: str) -> int | None:
+        v = summary.get(key)
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+    skipped = [num(k) for k in ("skipped", "pending", "other")]
+    claimed = {"tests": num("tests"),
+               "passed": num("passed"),
+               "failed": num("failed"),
+               "skipped": sum(v for v in skipped if v is not None)
+               if any(v is not None for v in skipped) else None,
+               "flaky": num("flaky")}
+    ours = {"tests": counts["tests"], "passed": counts["passed"] + counts["flaky"],
+            "failed": counts["failed"], "skipped": counts["skipped"],
+            "flaky": counts["flaky"]}
+    differ = [k for k, v in claimed.items() if v is not None and v != ours[k]]
+    if differ:
+        said = ", ".join(f"{k} {v}" for k, v in claimed.items() if v is not None)
+        held = ", ".join(f"{k} {ours[k]}" for k, v in claimed.items() if v is not None)
+        warn(f"{source}: the report's summary ({said}) disagrees with its tests ({held}); "
+             f"the tests are trusted")

@@ -13,9 +13,9 @@ from memidex.errors import InvalidInputError
 from memidex.evidence import TEST_ID_PATTERN
 
 __all__ = ["EmptyReportError", "RawAttempt", "RawStep", "RawTest", "ReportError",
-           "Cleaner", "TestIds", "strip_ansi"]
+           "Cleaner", "TestIds", "id_safe", "strip_ansi"]
 
-HINT = "memidex reads Playwright JSON reports and JUnit XML (docs/import.md)"
+HINT = "memidex reads Playwright JSON, JUnit XML and CTRF reports (docs/import.md)"
 
 
 class ReportError(InvalidInputError):
@@ -63,6 +63,8 @@ class RawTest:
     flaky: bool
     attempts: list[RawAttempt]
     annotations: list[tuple[str, str]] = field(default_factory=list)
+    title: str = ""             # the test's own title (no file, no describe path)
+    marked_fail: bool = False   # Playwright test.fail(): its author expects it to fail
 
 
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
@@ -78,16 +80,34 @@ def strip_ansi(text: str) -> str:
 
 
 class Cleaner:
-    """Report text as it may be stored: escapes removed, the report machine's paths made
-    relative or redacted, secrets masked, cut to a length."""
+    """Report text as it may be stored: escapes removed, secrets masked, the report
+    machine's paths made relative or redacted, masked again (a path made relative may
+    spell a secret), and only then cut to a length — a cut never leaves a piece of a
+    secret, whatever the escapes around it."""
 
     def __init__(self, redact: Callable[[str], str], mask: Callable[[str], str]) -> None:
         self._redact = redact
         self._mask = mask
 
     def __call__(self, text: str, limit: int = 10_000) -> str:
-        text = self._mask(self._redact(strip_ansi(text[: limit * 4])))
+        text = self._mask(self._redact(self._mask(strip_ansi(text))))
         return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+SECRET_MARK = re.compile(r"\[secret:([^\]\n]{0,100})\]")
+"""What the masker writes for a secret (``[secret:<name>]``)."""
+
+
+def id_safe(text: str, mask: Callable[[str], str]) -> str:
+    """``text`` (made of test-id characters) with every secret masked as ``secret-<name>``:
+    a mask an id can hold, so masking the id again — as ``runs ingest`` does — changes
+    nothing and it stays a valid id."""
+    for _ in range(4):
+        masked = mask(text)
+        if masked == text:
+            return text
+        text = _OUTSIDE.sub("-", SECRET_MARK.sub(lambda m: "secret-" + m.group(1), masked))
+    return text
 
 
 _OUTSIDE = re.compile(r"[^A-Za-z0-9._:/@-]+")
@@ -114,12 +134,19 @@ class TestIds:
     def __init__(self) -> None:
         self._seen: set[str] = set()
 
-    def make(self, parts: list[str], project: str | None) -> str:
+    def make(self, parts: list[str], project: str | None,
+             mask: Callable[[str], str] | None = None) -> str:
+        """The id of a test of ``parts`` in ``project``; ``mask`` (the secrets masker) is
+        applied after the last change to the id's text (:func:`id_safe`)."""
         base = ":".join(p for p in (id_part(x) for x in parts) if p)
-        base = base.lstrip("._:/@-") or "test"
         suffix = ""
         if project is not None:
             suffix = "@" + (id_part(project).replace(":", "-")[:60].strip("-") or "project")
+        if mask is not None:
+            base, suffix = id_safe(base, mask), id_safe(suffix, mask).replace(":", "-")
+        base = base.lstrip("._:/@-") or "test"
+        if suffix:
+            suffix = "@" + (suffix.lstrip("@")[:60].strip("-") or "project")
         budget = MAX_TEST_ID - len(suffix) - 8
         if len(base) + len(suffix) > MAX_TEST_ID:
             digest = hashlib.sha256(base.encode()).hexdigest()[:7]

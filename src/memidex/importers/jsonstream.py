@@ -1,22 +1,34 @@
-"""Read a Playwright JSON report piece by piece, never the whole file at once.
+"""Read a JSON report piece by piece, never the whole file at once.
 
-The report is one object whose ``suites`` nest (suite → ``suites`` and ``specs``); every
-other value — ``config``, ``stats``, ``errors``, a suite's ``title``, one spec with its
-tests — is small and parsed whole by the standard ``json`` decoder. :func:`events` walks
-the nesting itself and yields those pieces in file order, so memory holds one spec and a
-read buffer (1 MB), whatever the size of the file.
+A Playwright report is one object whose ``suites`` nest (suite → ``suites`` and
+``specs``); every other value — ``config``, ``stats``, ``errors``, a suite's ``title``, one
+spec with its tests — is small and parsed whole by the standard ``json`` decoder.
+:func:`events` walks the nesting itself and yields those pieces in file order, so memory
+holds one spec and a read buffer (1 MB), whatever the size of the file. A CTRF report is
+``{"results": {"tool", "summary", "tests": [...]}}``: :func:`ctrf_events` yields its
+pieces and one test at a time.
+
+Suites nest at most :data:`MAX_DEPTH` deep; a string holding a lone UTF-16 surrogate
+(``"\\ud800"``, which is not Unicode text and cannot be written as UTF-8) is refused where
+it is read.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any, TextIO
 
-__all__ = ["Malformed", "events"]
+__all__ = ["MAX_DEPTH", "Malformed", "ctrf_events", "events"]
 
 CHUNK = 1 << 20
+MAX_DEPTH = 100
+"""How deep suites may nest (a real report nests a few describe blocks)."""
 _SPACE = " \t\n\r"
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_LONE = re.compile("[\ud800-\udfff]")
+_EOF = "unexpected end of the file"
 
 
 class Malformed(ValueError):
@@ -70,14 +82,15 @@ class _Reader:
     def take(self, expected: str, what: str) -> None:
         c = self.peek()
         if c != expected:
-            got = "the end of the file" if c == "" else repr(c)
-            raise Malformed(f"expected {what}, found {got}", self.line())
+            if c == "":
+                raise Malformed(f"{_EOF} (expected {what})", self.line())
+            raise Malformed(f"expected {what}, found {c!r}", self.line())
         self.pos += 1
 
     def value(self) -> Any:
         """One JSON value, parsed whole (more of the file is read until it is complete)."""
         if self.peek() == "":
-            raise Malformed("unexpected end of the file", self.line())
+            raise Malformed(_EOF, self.line())
         size = CHUNK
         while True:
             try:
@@ -88,6 +101,9 @@ class _Reader:
                 if cut_short and self._fill(size):
                     size *= 2  # a value longer than the buffer: read more, geometrically
                     continue
+                if self.eof and (exc.msg.startswith("Unterminated string") or
+                                 exc.pos >= len(self.buf.rstrip())):
+                    raise Malformed(_EOF, self.line(exc.pos)) from None
                 raise Malformed(f"not JSON: {exc.msg}", self.line(exc.pos)) from None
             except ValueError as exc:  # NaN, Infinity
                 raise Malformed(f"not JSON: {exc}", self.line()) from None
@@ -95,6 +111,8 @@ class _Reader:
                 raise Malformed("not JSON: nested too deeply", self.line()) from None
             if end == len(self.buf) and not self.eof and self._fill(size):
                 continue  # a number may go on in the next chunk
+            if _SURROGATE_ESCAPE.search(self.buf, self.pos, end):
+                _refuse_lone_surrogates(value, self.line())
             self.pos = end
             return value
 
@@ -114,8 +132,27 @@ class _Reader:
         if c == close:
             self.pos += 1
             return False
-        raise Malformed(f"expected `,` or `{close}`, found "
-                        f"{'the end of the file' if c == '' else repr(c)}", self.line())
+        if c == "":
+            raise Malformed(f"{_EOF} (expected `,` or `{close}`)", self.line())
+        raise Malformed(f"expected `,` or `{close}`, found {c!r}", self.line())
+
+
+def _refuse_lone_surrogates(value: Any, line: int) -> None:
+    """Raise :class:`Malformed` when a string in ``value`` (keys too) holds a lone
+    surrogate: a pair decodes to one character, so any surrogate left is alone."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            m = _LONE.search(v)
+            if m is not None:
+                raise Malformed(f"not text: a string holds a lone UTF-16 surrogate "
+                                f"(\\u{ord(m.group(0)):04x}), which is not Unicode", line)
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
 
 
 Event = tuple[str, Any, Any]
@@ -139,7 +176,7 @@ def events(fh: TextIO) -> Iterator[Event]:
             key = r.key()
             if key == "suites" and r.peek() == "[":
                 yield ("top", "suites", None)
-                yield from _suites(r)
+                yield from _suites(r, 1)
             else:
                 yield ("top", key, r.value())
             if not r.next_item("}"):
@@ -148,14 +185,17 @@ def events(fh: TextIO) -> Iterator[Event]:
         raise Malformed("more text after the JSON object", r.line())
 
 
-def _suites(r: _Reader) -> Iterator[Event]:
+def _suites(r: _Reader, depth: int) -> Iterator[Event]:
+    if depth > MAX_DEPTH:
+        raise Malformed(f"suites nested more than {MAX_DEPTH} deep; a report nests a few",
+                        r.line())
     r.take("[", "`[`")
     if r.peek() == "]":
         r.pos += 1
         return
     while True:
         if r.peek() == "{":
-            yield from _suite(r)
+            yield from _suite(r, depth)
         else:
             yield ("bad", "suites", r.line())
             r.value()
@@ -163,7 +203,7 @@ def _suites(r: _Reader) -> Iterator[Event]:
             return
 
 
-def _suite(r: _Reader) -> Iterator[Event]:
+def _suite(r: _Reader, depth: int) -> Iterator[Event]:
     r.take("{", "`{`")
     yield ("suite", None, None)
     if r.peek() == "}":
@@ -172,7 +212,7 @@ def _suite(r: _Reader) -> Iterator[Event]:
         while True:
             key = r.key()
             if key == "suites" and r.peek() == "[":
-                yield from _suites(r)
+                yield from _suites(r, depth + 1)
             elif key == "specs" and r.peek() == "[":
                 r.pos += 1
                 if r.peek() == "]":
@@ -191,3 +231,59 @@ def _suite(r: _Reader) -> Iterator[Event]:
             if not r.next_item("}"):
                 break
     yield ("end", None, None)
+
+
+def ctrf_events(fh: TextIO) -> Iterator[Event]:
+    """A CTRF report: ``("top", key, value)`` for each top-level key but ``results``,
+    ``("results", key, value)`` for each key of ``results`` but ``tests``, and
+    ``("test", line, test)`` for each test in ``results.tests``; ``("bad", key, line)``
+    where ``results`` is not an object or ``tests`` not a list (skipped)."""
+    r = _Reader(fh)
+    if r.peek() != "{":
+        c = r.peek()
+        raise Malformed("not a JSON object" if c in "[\"-0123456789tfn" and c
+                        else "not JSON", r.line())
+    r.pos += 1
+    if r.peek() == "}":
+        r.pos += 1
+    else:
+        while True:
+            key = r.key()
+            if key == "results" and r.peek() == "{":
+                yield ("top", "results", None)
+                yield from _results(r)
+            elif key == "results":
+                yield ("bad", "results", r.line())
+                r.value()
+            else:
+                yield ("top", key, r.value())
+            if not r.next_item("}"):
+                break
+    if r.peek() != "":
+        raise Malformed("more text after the JSON object", r.line())
+
+
+def _results(r: _Reader) -> Iterator[Event]:
+    r.take("{", "`{`")
+    if r.peek() == "}":
+        r.pos += 1
+        return
+    while True:
+        key = r.key()
+        if key == "tests" and r.peek() == "[":
+            r.pos += 1
+            if r.peek() == "]":
+                r.pos += 1
+            else:
+                while True:
+                    line = r.line()
+                    yield ("test", line, r.value())
+                    if not r.next_item("]"):
+                        break
+        elif key == "tests":
+            yield ("bad", "tests", r.line())
+            r.value()
+        else:
+            yield ("results", key, r.value())
+        if not r.next_item("}"):
+            return

@@ -1,6 +1,6 @@
 """JUnit XML (pytest ``--junitxml``, Maven Surefire, Playwright's junit reporter, …) →
-raw tests, read as a stream with ``defusedxml`` (entities and external references are
-refused, so a billion-laughs file costs nothing).
+raw tests, read as a stream with ``defusedxml`` (a DOCTYPE — entities, external
+references — is refused, so a billion-laughs file costs nothing and nothing is fetched).
 
 One test is one ``<testcase>``: failed when it holds ``<failure>`` or ``<error>``, flaky
 when it holds only ``<flakyFailure>``/``<flakyError>`` (it passed on a rerun), skipped
@@ -27,6 +27,7 @@ _RERUN = ("rerunFailure", "rerunError")
 _ATTACHMENT = re.compile(r"\[\[ATTACHMENT\|([^\]\n]+)\]\]")
 _LOCATION_ONLY = re.compile(r"^\S+\.\w+:\d+:\d+\s")
 _ROOT_PROPERTIES = ("basedir", "user.dir")
+_NO_ELEMENTS, _UNCLOSED_TOKEN = 3, 5  # expat's codes for a file that ends too soon
 
 
 @dataclass(slots=True)
@@ -65,7 +66,7 @@ def read_junit(path: Path, source: str, warn: Callable[[str], None], info: Junit
     root_seen = False
     announced = False
     try:
-        for event, elem in iterparse(str(path), events=("start", "end")):
+        for event, elem in iterparse(str(path), events=("start", "end"), forbid_dtd=True):
             tag = _local(elem.tag)
             if not root_seen:
                 root_seen = True
@@ -94,9 +95,16 @@ def read_junit(path: Path, source: str, warn: Callable[[str], None], info: Junit
     except ParseError as exc:
         line = exc.position[0] if getattr(exc, "position", None) else 0
         reason = str(exc).split(":", 1)[0] if str(exc) else "not XML"
+        code = getattr(exc, "code", None)
+        if code == _NO_ELEMENTS and not root_seen:
+            raise ReportError(f"{source}: the report is empty (it holds no XML element)"
+                              ) from None
+        if code in (_NO_ELEMENTS, _UNCLOSED_TOKEN):  # the file ends inside an element
+            raise ReportError(f"{source}:{line}: unexpected end of the file ({reason})"
+                              ) from None
         raise ReportError(f"{source}:{line}: not well-formed XML ({reason})") from None
     except refused as exc:
-        raise ReportError(f"{source}: refused: the XML declares entities or external "
+        raise ReportError(f"{source}: refused: the XML has a DOCTYPE, entities or external "
                           f"references ({type(exc).__name__}); a test report needs none"
                           ) from None
     except OSError as exc:
@@ -171,4 +179,4 @@ def _testcase(elem: Any, suite: str) -> tuple[str, RawTest]:
         parts = [f"{classname}.{name}"]
     return status, RawTest(parts=parts, project=None, verdict=verdict,
                            flaky=status == "flaky", attempts=attempts,
-                           annotations=annotations)
+                           annotations=annotations, title=name)

@@ -4,25 +4,40 @@
 and step titles, written by Playwright for JavaScript or Python, and returns what they
 name as anchors: ``getByRole('button', { name: 'Place order' })`` →
 ``el:button:place-order``. A chain (``locator('header').getByRole(…)``) names its last
-locator; ``.first()``, ``.last()``, ``.nth(n)`` and ``.filter(…)`` are dropped. A form the
-table does not know is left as text: these functions never raise, and every anchor they
-return matches the record anchor rule (``memidex.records.ids.ANCHOR_RE``).
+locator that is worth matching; ``.first()``, ``.last()``, ``.nth(n)`` and ``.filter(…)``
+are dropped. Only what can match again gives an anchor: never a bare tag or generic CSS
+(``locator('option')``, ``div > span``, ``li:nth-child(2)``), a role without a name
+(``getByRole('checkbox')``), or a value holding a generated id (a run of eight or more hex
+digits with a digit in it, or six or more digits: ``checkbox-cell-6874bcb4437beded879c3ab8``).
+A form the table does not know is left as text: these functions never raise, and every
+anchor they return matches the record anchor rule (``memidex.records.ids.ANCHOR_RE``).
+
+``mask`` (the secrets masker) is applied where a value is transformed — after NFKC, before
+lower-casing — so a secret that only NFKC spells out (fullwidth letters) is masked too.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from memidex.records.ids import ANCHOR_RE
 
-__all__ = ["Found", "anchor_from_annotation", "find_locators", "find_pages", "name_slug",
-           "page_anchor"]
+__all__ = ["Found", "anchor_from_annotation", "find_locators", "find_pages", "generated",
+           "generic_css", "name_slug", "page_anchor"]
 
 MAX_VALUE = 200
 """An anchor's value is cut to this many characters."""
+
+Mask = Callable[[str], str]
+
+
+def _same(text: str) -> str:
+    return text
+
 
 # getByX (JavaScript, Java) and get_by_x (Python) → the anchor's type
 _METHODS: dict[str, str] = {
@@ -32,20 +47,20 @@ _METHODS: dict[str, str] = {
 _CALL = re.compile(
     r"(?<![A-Za-z0-9_$])(?:getBy(Role|TestId|Label|Placeholder|Text|Title|AltText)"
     r"|get_by_(role|test_id|label|placeholder|text|title|alt_text)|(locator))\(")
-_MODIFIER = re.compile(r"\.(?:first|last)\(\s*\)|\.nth\(\s*-?\d+\s*\)|\.(?:first|last)\b"
-                       r"(?!\()|\.filter\(")
+_MODIFIER = re.compile(r"\.(?:first|last|contentFrame)\(\s*\)|\.nth\(\s*-?\d+\s*\)|"
+                       r"\.(?:first|last|content_frame)\b(?!\()|\.filter\(")
 _STRICT = re.compile(r"strict mode violation:?\s*$")
 _AKA = re.compile(r"\baka\s+$")
-_WAITING = re.compile(r"(?:waiting for|Locator:)\s*$")
 _ROLE = re.compile(r"[a-z][a-z0-9_-]{0,40}")
 _NAME_KEY = re.compile(r"""(?:\bname\s*[:=]|["']name["']\s*:)\s*""")
 _REGEX_LIT = re.compile(r"/((?:[^/\\\n]|\\.){1,300})/[a-z]*")
+_REGEX_WHOLE = re.compile(r"^/((?:[^/\\\n]|\\.){1,300})/[a-z]*$")
 _NON_WORD = re.compile(r"[\W_]+")
 _SPACES = re.compile(r"\s+")
 _XPATH = re.compile(r"^(?:xpath=|\(*\.{0,2}//|/(?=[A-Za-z*]))")
 _NOT_ELEMENTS = frozenset({"..", ".", ":root", "xpath=..", "*"})
 """Selectors that name no element of their own: a chain ending in one names the link
-before it (``locator('label').locator('..')`` → the label)."""
+before it (``locator('label:has-text("x")').locator('..')`` → the label)."""
 _CSS_TESTID = re.compile(r"""^\[data-test(?:id|-id)?=(["']?)([^"'\]\s]+)\1\]$""")
 _ENGINE = re.compile(r"^(css|text|id|data-testid|data-test-id|data-test)=(.*)$", re.S)
 _INTERNAL = re.compile(r"""^internal:(role|testid|label|text|attr)=(.*)$""", re.S)
@@ -58,6 +73,23 @@ _PAGE_CALL = re.compile(
     r"""\(\s*(['"`])((?:(?!\1)[^\\\n]|\\.){1,2000})\1"""
     r"""|(?:navigating to|navigation to|navigated to)\s+"([^"\n]{1,2000})\"""")
 
+# What a CSS selector holds that says nothing about which element: tag names, `*`,
+# combinators, and positional or state pseudo-classes. A selector of only these (`option`,
+# `div > span`, `li:nth-child(2)`, `input:checked`) matches any element of its kind.
+_GENERIC_CSS = re.compile(
+    r":(?:nth-(?:last-)?(?:child|of-type)|nth-match)\([^()]*\)"
+    r"|:(?:first|last|only)-(?:child|of-type)\b"
+    r"|:(?:visible|enabled|disabled|checked|focus(?:-visible|-within)?|hover|active|empty|"
+    r"root|scope|read-only|read-write|required|optional|first|last)\b(?!-)"
+    r"|>>\s*nth=-?\d+"
+    r"|[A-Za-z][A-Za-z0-9-]*"
+    r"|\*"
+    r"|[\s>+~,]+")
+# A generated id: eight or more hex digits with a digit among them, or six or more digits
+# (`6874bcb4437beded879c3ab8`, `1759936346`) — a value holding one never matches again.
+_HEX_RUN = re.compile(r"(?<![A-Za-z0-9])(?=[A-Za-z]*\d)[0-9A-Fa-f]{8,}(?![A-Za-z0-9])")
+_DIGIT_RUN = re.compile(r"\d{6,}")
+
 
 @dataclass(frozen=True, slots=True)
 class Found:
@@ -69,10 +101,22 @@ class Found:
     role: str = "locator"
 
 
-def name_slug(text: str) -> str:
-    """An accessible name or text as an anchor value: NFKC, lower case, each run of
-    characters that are not letters or digits one ``-``, trimmed, cut to 200."""
-    slug = _NON_WORD.sub("-", unicodedata.normalize("NFKC", text).lower()).strip("-")
+def generated(value: str) -> bool:
+    """Whether ``value`` holds a generated id (a long hex or digit run)."""
+    return bool(_HEX_RUN.search(value) or _DIGIT_RUN.search(value))
+
+
+def generic_css(selector: str) -> bool:
+    """Whether a CSS selector is only tags, combinators and positional or state
+    pseudo-classes: nothing that says which element."""
+    return not _GENERIC_CSS.sub("", selector).strip()
+
+
+def name_slug(text: str, mask: Mask | None = None) -> str:
+    """An accessible name or text as an anchor value: NFKC, masked (``mask``), lower case,
+    each run of characters that are not letters or digits one ``-``, trimmed, cut to 200."""
+    text = (mask or _same)(unicodedata.normalize("NFKC", text))
+    slug = _NON_WORD.sub("-", text.lower()).strip("-")
     return slug[:MAX_VALUE].strip("-")
 
 
@@ -84,7 +128,9 @@ def _verbatim(text: str) -> str:
 
 def _anchor(kind: str, value: str) -> str | None:
     anchor = f"{kind}:{value}"
-    return anchor if value and ANCHOR_RE.fullmatch(anchor) else None
+    if not value or generated(value):
+        return None
+    return anchor if ANCHOR_RE.fullmatch(anchor) else None
 
 
 def _string_at(text: str, i: int) -> tuple[str, int] | None:
@@ -134,7 +180,12 @@ def _skip_spaces(text: str, i: int) -> int:
     return i
 
 
-def _role_anchor(args: str) -> str | None:
+def _slug_anchor(kind: str, text: str, mask: Mask) -> str | None:
+    slug = name_slug(text, mask)
+    return _anchor("el", f"{kind}:{slug}") if slug else None
+
+
+def _role_anchor(args: str, mask: Mask) -> str | None:
     first = _string_at(args, _skip_spaces(args, 0))
     if first is None:  # getByRole(AriaRole.BUTTON, …), getByRole(role)
         word = re.match(r"\s*AriaRole\.([A-Z_]+)", args)
@@ -145,61 +196,61 @@ def _role_anchor(args: str) -> str | None:
         role = first[0].strip().lower()
     if not _ROLE.fullmatch(role):
         return None
-    name = None
     m = _NAME_KEY.search(args)
     if m is None:
         m = re.search(r"setName\(", args)
-    if m is not None:
-        at = _skip_spaces(args, m.end())
-        lit = _string_at(args, at)
-        if lit is not None:
-            name = lit[0]
-        else:
-            rx = _REGEX_LIT.match(args, at)
-            if rx is None:
-                return None  # a name the text does not spell out (a variable)
-            name = rx.group(1)
-    if name is not None and "${" in name:
+    if m is None:
+        return None  # a role without a name matches any element of that role
+    at = _skip_spaces(args, m.end())
+    lit = _string_at(args, at)
+    if lit is not None:
+        name = lit[0]
+    else:
+        rx = _REGEX_LIT.match(args, at)
+        if rx is None:
+            return None  # a name the text does not spell out (a variable)
+        name = rx.group(1)
+    if "${" in name:
         return None
-    slug = name_slug(name) if name is not None else ""
-    if name is not None and not slug:
-        return None  # a name of no letters or digits: no anchor rather than a vague one
-    return _anchor("el", f"{role}:{slug}" if slug else role)
+    return _slug_anchor(role, name, mask)  # a name of no letters or digits gives none
 
 
-def _selector_anchor(selector: str) -> str | None:
+def _selector_anchor(selector: str, mask: Mask) -> str | None:
     """``locator('…')``: CSS, XPath, a ``text=``/``css=`` engine or an ``internal:`` form."""
     sel = selector.strip()
     if not sel or "${" in sel or sel in _NOT_ELEMENTS:
         return None
     internal = _INTERNAL.match(sel)
     if internal is not None:
-        return _internal_anchor(internal.group(1), internal.group(2))
+        return _internal_anchor(internal.group(1), internal.group(2), mask)
     if _XPATH.match(sel):
-        value = sel[len("xpath="):] if sel.startswith("xpath=") else sel
-        return _anchor("el", "xpath:" + _verbatim(value)) if _verbatim(value) else None
+        value = _verbatim(sel[len("xpath="):] if sel.startswith("xpath=") else sel)
+        return _anchor("el", "xpath:" + value) if value else None
     engine = _ENGINE.match(sel)
     if engine is not None:
-        kind, value = engine.group(1), engine.group(2).strip().strip("'\"")
+        kind, value = engine.group(1), engine.group(2).strip()
         if kind == "text":
-            slug = name_slug(value)
-            return _anchor("el", "text:" + slug) if slug else None
+            rx = _REGEX_WHOLE.match(value)  # text=/Game Code:/i: the pattern, not its flags
+            value = rx.group(1) if rx is not None else value.strip("'\"")
+            return _slug_anchor("text", value, mask)
+        value = value.strip("'\"")
         if kind == "css":
-            return _selector_anchor(value) if value else None
+            return _selector_anchor(value, mask) if value else None
         return _anchor("el", "testid:" + _verbatim(value)) if _verbatim(value) else None
     testid = _CSS_TESTID.match(sel)
     if testid is not None:
         return _anchor("el", "testid:" + testid.group(2))
+    if generic_css(sel):
+        return None
     return _anchor("el", "css:" + _verbatim(sel)) if _verbatim(sel) else None
 
 
-def _internal_anchor(kind: str, rest: str) -> str | None:
+def _internal_anchor(kind: str, rest: str, mask: Mask) -> str | None:
     if kind == "role":
         m = _INTERNAL_ROLE.match(rest)
-        if m is None:
+        if m is None or m.group(2) is None:
             return None
-        slug = name_slug(m.group(2) or "")
-        return _anchor("el", f"{m.group(1)}:{slug}" if slug else m.group(1))
+        return _slug_anchor(m.group(1), m.group(2), mask)
     if kind == "attr":
         m = _INTERNAL_ATTR.match(rest.strip())
         if m is None:
@@ -207,27 +258,28 @@ def _internal_anchor(kind: str, rest: str) -> str | None:
         attr, value = m.group(1), m.group(2)
         if attr == "data-testid":
             return _anchor("el", "testid:" + _verbatim(value))
-        kind = {"placeholder": "field", "title": "title", "alt": "alt"}[attr]
-        return _anchor("el", f"{kind}:{name_slug(value)}") if name_slug(value) else None
-    m = _INTERNAL_VALUE.match(rest)
+        return _slug_anchor({"placeholder": "field", "title": "title", "alt": "alt"}[attr],
+                            value, mask)
     if kind == "testid":
         m = _INTERNAL_ATTR.match(rest.strip())
         return None if m is None else _anchor("el", "testid:" + _verbatim(m.group(2)))
-    if m is None:
+    m = _INTERNAL_VALUE.match(rest)
+    rx = _REGEX_WHOLE.match(rest.strip())
+    value = m.group(1) if m is not None else rx.group(1) if rx is not None else None
+    if value is None:
         return None
-    slug = name_slug(m.group(1))
-    return _anchor("el", f"{'field' if kind == 'label' else 'text'}:{slug}") if slug else None
+    return _slug_anchor("field" if kind == "label" else "text", value, mask)
 
 
-def _call_anchor(method: str, args: str) -> str | None:
+def _call_anchor(method: str, args: str, mask: Mask) -> str | None:
     if method == "locator":
         lit = _string_at(args, _skip_spaces(args, 0))
-        return None if lit is None else _selector_anchor(lit[0])
+        return None if lit is None else _selector_anchor(lit[0], mask)
     kind = _METHODS.get(method.replace("_", "").lower())
     if kind is None:  # pragma: no cover - the pattern names only known methods
         return None
     if kind == "role":
-        return _role_anchor(args)
+        return _role_anchor(args, mask)
     lit = _string_at(args, _skip_spaces(args, 0))
     if lit is None:
         rx = _REGEX_LIT.match(args, _skip_spaces(args, 0))
@@ -240,8 +292,7 @@ def _call_anchor(method: str, args: str) -> str | None:
         return None
     if kind == "testid":
         return _anchor("el", "testid:" + _verbatim(value)) if _verbatim(value) else None
-    slug = name_slug(value)
-    return _anchor("el", f"{kind}:{slug}") if slug else None
+    return _slug_anchor(kind, value, mask)
 
 
 def _after_modifiers(text: str, i: int) -> int:
@@ -259,14 +310,18 @@ def _after_modifiers(text: str, i: int) -> int:
             i = m.end()
 
 
-def find_locators(text: str) -> list[Found]:
+def find_locators(text: str, mask: Mask | None = None) -> list[Found]:
     """Every locator named in ``text``, as anchors in the order they appear (each once);
-    never raises."""
+    in a chain, the last link worth matching names the chain. Never raises."""
     out: list[Found] = []
     seen: set[str] = set()
     pos, n = 0, len(text)
-    pending: Found | None = None  # the head of a chain, replaced by the chain's last link
-    chain_end = -1
+    m_ = mask or _same
+    # the chain being read: its anchor so far (None while no link was worth matching),
+    # its role (from the text before its head), and where its last link ended
+    anchor: str | None = None
+    role = "locator"
+    chain_end = -2
     while pos < n:
         m = _CALL.search(text, pos)
         if m is None:
@@ -276,20 +331,19 @@ def find_locators(text: str) -> list[Found]:
             pos = m.end()
             continue
         method = m.group(1) or m.group(2) or m.group(3)
-        anchor = _call_anchor(method, text[m.end():close - 1])
-        before = text[max(0, m.start() - 200):m.start()]
-        chained = pending is not None and chain_end < n and text[chain_end] == "." \
-            and m.start() == chain_end + 1
-        if chained and anchor is None:
-            anchor = pending.anchor if pending else None
-        role = pending.role if chained and pending else _role_of(before)
-        if pending is not None and not chained:
-            _keep(out, seen, pending)
-        pending = Found(anchor, role) if anchor is not None else None
+        link = _call_anchor(method, text[m.end():close - 1], m_)
+        chained = m.start() == chain_end + 1 and chain_end >= 0 and text[chain_end] == "."
+        if chained:
+            anchor = link or anchor
+        else:
+            if anchor is not None:
+                _keep(out, seen, Found(anchor, role))
+            anchor = link
+            role = _role_of(text[max(0, m.start() - 200):m.start()])
         chain_end = _after_modifiers(text, close)
         pos = close
-    if pending is not None:
-        _keep(out, seen, pending)
+    if anchor is not None:
+        _keep(out, seen, Found(anchor, role))
     return out
 
 
@@ -329,7 +383,8 @@ def page_anchor(url: str) -> str | None:
         return None
     if len(path) > 1:
         path = path.rstrip("/") or "/"
-    return _anchor("page", path[:MAX_VALUE].strip())
+    anchor = f"page:{path[:MAX_VALUE].strip()}"
+    return anchor if ANCHOR_RE.fullmatch(anchor) else None
 
 
 def find_pages(text: str) -> list[str]:

@@ -135,6 +135,18 @@ def _message(error: Any) -> str:
     return ""
 
 
+def _with_snippet(error: Any) -> str:
+    """An error's message, and its code frame (``snippet``, 1.48 on) when the message does
+    not already hold it: the frame names the locator and arguments of the failing call
+    (``toHaveAttribute('href', …)``)."""
+    message = _message(error)
+    snippet = error.get("snippet") if isinstance(error, dict) else None
+    if message and isinstance(snippet, str) and snippet.strip() and \
+            snippet.strip()[:40] not in message:
+        return f"{message}\n\n{snippet}"
+    return message
+
+
 def _spec(stack: list[_Suite], line: int, spec: Any, source: str,
           warn: Callable[[str], None]) -> Iterator[tuple[str, RawTest]]:
     if not isinstance(spec, dict) or not isinstance(spec.get("tests"), list):
@@ -162,18 +174,17 @@ def _test(test: dict[str, Any], parts: list[str], source: str, line: int,
              f"read as {derived!r} from its last attempt")
         status = derived
     verdict = VERDICT[status]
-    if verdict == "fail" and attempts and not attempts[-1].errors:
-        if expected == "failed" and attempts[-1].status == "pass":
-            attempts[-1].errors.append("The test passed, but it was expected to fail "
-                                       "(test.fail())")
-        else:
-            attempts[-1].errors.append(f"The test ended {attempts[-1].status}")
+    marked_fail = expected == "failed"
+    if verdict == "fail" and attempts and not attempts[-1].errors and not (
+            marked_fail and attempts[-1].status == "pass"):
+        attempts[-1].errors.append(f"The test ended {attempts[-1].status}")
     project = test.get("projectName")
     if not isinstance(project, str):
         project = test.get("projectId") if isinstance(test.get("projectId"), str) else None
     return status, RawTest(parts=parts, project=project or None, verdict=verdict,
                            flaky=status == "flaky", attempts=attempts,
-                           annotations=_annotations(test.get("annotations")))
+                           annotations=_annotations(test.get("annotations")),
+                           title=parts[-1], marked_fail=marked_fail)
 
 
 def _derive(attempts: list[RawAttempt], expected: Any) -> str:
@@ -193,9 +204,9 @@ def _attempt(result: dict[str, Any], source: str, line: int,
         warn(f"{source}:{line}: attempt status {raw!r} is not one Playwright documents; "
              f"read as 'error'")
         status = "error"
-    errors = [m for m in (_message(e) for e in result.get("errors") or ()) if m]
+    errors = [m for m in (_with_snippet(e) for e in result.get("errors") or ()) if m]
     if not errors:
-        single = _message(result.get("error"))
+        single = _with_snippet(result.get("error"))
         if single:
             errors = [single]
     duration = result.get("duration")
