@@ -51,3 +51,11 @@ docs: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+## realloop: record the real loop (docs/realloop.md): npm ci, Debian's chromium if missing, the suite once per scheduled run, then the scoreboard
+.PHONY: realloop
+realloop: $(STAMP)
+	@test -x /usr/bin/chromium || (apt-get update -q && apt-get install -y -q chromium)
+	cd bench/realloop && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund
+	$(BIN)/python bench/realloop/record.py
+	$(BIN)/python bench/realloop/score.py; $(BIN)/python bench/realloop/score.py --without-inventory
