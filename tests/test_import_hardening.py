@@ -25,11 +25,11 @@ from typing import Any
 import pytest
 
 from conftest import run_cli
+from memidex.app.learning import prepare_run
 from memidex.errors import EXIT_INVALID
 from memidex.evidence import validate_run
 from memidex.importers import ReportError, import_report
 from memidex.masking import Masker
-from memidex.runs.ingest import prepare_run
 
 SECRET = "sk-live-9fQ2ZpX7wLmN4vB8"
 MASKER = Masker(secrets=(("api_key", SECRET),))
@@ -59,7 +59,7 @@ def _assert_masked_for_good(evidence: dict[str, Any], masker: Masker = MASKER) -
     assert validate_run(evidence) == []
     for s in _strings(evidence):
         assert masker.mask(s) == s, s
-    run = prepare_run(json.dumps(evidence, ensure_ascii=False).encode(), source="again",
+    run = prepare_run(json.loads(json.dumps(evidence, ensure_ascii=False)), source="again",
                       masker=masker)
     assert run.as_dict() == evidence
 

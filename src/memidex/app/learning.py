@@ -91,7 +91,9 @@ class Learning:
         from memidex.write.route import Job
 
         masker = self.masker()
-        if fmt == "evidence" or (fmt == "auto" and _is_run_evidence(source)):
+        from memidex.importers import probe
+
+        if fmt == "evidence" or (fmt == "auto" and probe(source) == "evidence"):
             data = decode_run(read_run_bytes(source), source=str(source))
             file_product = data.get("product") if isinstance(data, dict) else None
             if product is not None and isinstance(file_product, str) and \
@@ -364,27 +366,6 @@ def _mask(value: Any, masker: Masker) -> Any:
         return {masker.mask(k) if isinstance(k, str) else k: _mask(v, masker)
                 for k, v in value.items()}
     return value
-
-
-def _is_run_evidence(path: Path) -> bool:
-    """Whether ``path`` looks like run evidence (a JSON object with a top-level
-    ``run_id``) rather than a runner's report; unreadable files count as evidence, so
-    the evidence reader reports them."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(1 << 16).lstrip(b"\xef\xbb\xbf \t\r\n")
-    except OSError:
-        return True
-    if not head.startswith(b"{"):
-        return not head.startswith(b"<")
-    if b'"suites"' not in head and b'"config"' not in head:
-        return True
-    try:
-        size = path.stat().st_size
-        data = json.loads(path.read_bytes()) if size < (50 << 20) else None
-    except (OSError, ValueError, RecursionError):
-        return True
-    return isinstance(data, dict) and "run_id" in data and "suites" not in data
 
 
 def env_ci() -> bool:

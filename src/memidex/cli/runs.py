@@ -41,7 +41,8 @@ def _t(text: object) -> str:
 
 FormatOpt = Annotated[str, typer.Option(
     "--format", help="auto (default), evidence (docs/runs.md), playwright (its JSON "
-    "reporter) or junit (JUnit XML: pytest, Maven Surefire, Playwright's junit reporter).")]
+    "reporter), junit (JUnit XML: pytest, Maven Surefire, Playwright's junit reporter) or "
+    "ctrf (the Common Test Report Format).")]
 RunIdOpt = Annotated[str | None, typer.Option(
     "--run-id", help="A report's run id (default: a stable hash of the report's bytes, so "
     "the same report is the same run).")]
@@ -74,7 +75,8 @@ def import_report(
 
     with memidex(reading=True) as m:
         if fmt == "evidence":
-            raise UsageError("runs import reads reports: --format auto, playwright or junit")
+            raise UsageError("runs import reads reports: --format auto, playwright, junit or "
+                             "ctrf")
         result = m.import_report(report, fmt=fmt, product=product, run_id=run_id,
                                  build_tag=build_tag, ci=ci)
     try:
