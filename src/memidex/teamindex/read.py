@@ -40,7 +40,7 @@ from memidex.search.ranking import (
 )
 from memidex.teamindex import schema as S
 from memidex.teamindex.connect import DEFAULT_TIMEOUT, connect, redact, translating
-from memidex.teamindex.text import fold
+from memidex.teamindex.text import query_tokens
 
 if TYPE_CHECKING:
     import psycopg
@@ -143,10 +143,12 @@ class Session:
     # --- search ---
 
     def _lexemes(self, terms: Sequence[str]) -> list[str]:
-        """Each query word as the tsquery the records were indexed with (folded, stemmed)."""
+        """Each query word as a tsquery of the tokens FTS5 makes of it: one lexeme (a
+        phrase if the word gives several, '' if none)."""
         rows = self._q(
-            f"SELECT plainto_tsquery('{S.CONFIG}', w)::text FROM unnest(%s::text[])"
-            " WITH ORDINALITY AS u(w, n) ORDER BY n", ([fold(t) for t in terms],))
+            f"SELECT phraseto_tsquery('{S.CONFIG}', w)::text FROM unnest(%s::text[])"
+            " WITH ORDINALITY AS u(w, n) ORDER BY n",
+            ([" ".join(query_tokens(t)) for t in terms],))
         return [str(r[0]) for r in rows]
 
     def _ndocs(self, lexemes: Sequence[str]) -> dict[str, int]:

@@ -15,13 +15,9 @@ SCHEMA_VERSION = 1
 """``meta.schema_version`` and each snapshot's ``schema_version``."""
 
 SCHEMA = "memidex"
-CONFIG = "memidex.porter"
-"""The text search configuration: the default parser, every token type stemmed by
-Snowball's ``porter`` (no stopwords). Its input is already tokenized (``text.tokens``)."""
-
-_TOKEN_TYPES = ("asciiword, word, numword, email, url, host, sfloat, version, hword_numpart,"
-                " hword_part, hword_asciipart, tag, protocol, numhword, asciihword, hword,"
-                " url_path, file, float, int, uint, entity")
+CONFIG = "memidex.words"
+"""The text search configuration: a copy of ``simple`` (no stemming, no stopwords). Its
+input is the local index's tokens, already stemmed (``text.py``)."""
 
 TSV = (
     f"setweight(to_tsvector('{CONFIG}'::regconfig, split_part(fts, E'\\x1f', 1)), 'A') || "
@@ -33,10 +29,7 @@ index's column weights 10, 5 and 1, see ``read.py``)."""
 
 CREATE = f"""
 CREATE SCHEMA {SCHEMA};
-CREATE TEXT SEARCH DICTIONARY {SCHEMA}.porter_stem (TEMPLATE = snowball, Language = porter);
-CREATE TEXT SEARCH CONFIGURATION {CONFIG} (PARSER = pg_catalog.default);
-ALTER TEXT SEARCH CONFIGURATION {CONFIG} ADD MAPPING FOR {_TOKEN_TYPES}
-    WITH {SCHEMA}.porter_stem;
+CREATE TEXT SEARCH CONFIGURATION {CONFIG} (COPY = pg_catalog.simple);
 
 CREATE TABLE {SCHEMA}.meta (
     key   text COLLATE "C" PRIMARY KEY,

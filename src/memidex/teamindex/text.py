@@ -1,53 +1,132 @@
-"""The words the team index matches on: the local index's tokens, computed in Python.
+"""The words the team index matches on: the local index's own tokens.
 
-The local index tokenizes with FTS5's ``unicode61 remove_diacritics 2`` and stems with its
-``porter`` tokenizer. PostgreSQL's own parser splits text differently (``place-order``
-gives three tokens, ``/checkout`` one ``file`` token), so the push tokenizes here, the way
-``unicode61`` does — a run of letters and digits is a token, any other character a
-separator, a combining mark inside a token is dropped, letters lower-cased and their
-accents removed — and stores the tokens, space-separated, in the ``fts`` column. The
-generated ``tsv`` column stems them with Snowball's ``porter`` stemmer (the original Porter
-algorithm, as FTS5's), and a query's words go through :func:`fold` and the same stemmer.
+The local index tokenizes with FTS5's ``porter unicode61 remove_diacritics 2``.
+PostgreSQL's parser splits text otherwise (``place-order`` gives three tokens,
+``/checkout`` one ``file`` token) and its Snowball ``porter`` stemmer differs from FTS5's
+in places (words of one or two letters: ``as`` → ``a``; some double consonants). So the
+push asks **SQLite's FTS5 tokenizer itself** for the tokens: the text is cut at the
+characters that are separators for ``unicode61`` whatever its Unicode tables (ASCII
+characters other than letters and digits; spaces, punctuation, symbols and controls),
+each distinct run is tokenized once by an in-memory FTS5 table with the local index's
+tokenizer (``fts5vocab``'s ``instance`` table gives its tokens in order), and the
+record's tokens — stemmed, lower-cased, accents removed, exactly as the local index holds
+them — go space-separated into the ``fts`` column. The generated ``tsv`` column reads
+them with the ``simple`` dictionary, which changes nothing more. A query's words go
+through the same tokenizer (:func:`query_tokens`).
 
-So for ASCII text the words, their counts and each record's token count are the local
-index's (``tests/test_teamindex_text.py`` compares them with FTS5's own tokens). The known
-differences are in docs/team-index.md ("Parity").
+So the words of a record, how often each occurs and its length in tokens (BM25's ``D``)
+are the local index's; ``tests/test_teamindex_text.py`` compares them with FTS5's own
+tokens on whole records, non-ASCII text included.
 """
 
 from __future__ import annotations
 
 import re
+import sqlite3
 import unicodedata
+from collections.abc import Iterable
 
-__all__ = ["COLUMN_SEPARATOR", "fold", "fts_document", "tokens"]
+__all__ = ["COLUMN_SEPARATOR", "TOKENIZER", "Tokenizer", "fts_document", "query_tokens",
+           "tokens"]
 
+TOKENIZER = "porter unicode61 remove_diacritics 2"
+"""The local index's (``memidex.index.schema.TOKENIZER``; a test keeps them equal)."""
 COLUMN_SEPARATOR = "\x1f"
 """Between the title's, the anchors' and the body's tokens in the ``fts`` column."""
 
-# A token starts with a letter or digit and goes on through letters, digits and combining
-# diacritical marks (unicode61 keeps a mark inside a token, then removes it).
-_TOKEN = re.compile(r"[^\W_](?:[^\W_]|[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff"
-                    r"\ufe20-\ufe2f])*")
+# Runs of ASCII letters and digits and of every non-ASCII character; non-ASCII runs are
+# cut again at spaces, punctuation, symbols and controls (_split_unicode).
+_RUN = re.compile(r"[A-Za-z0-9\x80-\U0010ffff]+")
+_SEPARATOR_CATEGORIES = ("Z", "P", "S", "Cc", "Cf", "Cs", "Cn")
+_BATCH = 4096
 
 
-def fold(word: str) -> str:
-    """Lower-case, accents removed (canonical decomposition, combining marks dropped)."""
-    low = word.lower()
-    if low.isascii():
-        return low
-    parts = unicodedata.normalize("NFD", low)
-    return unicodedata.normalize(
-        "NFC", "".join(c for c in parts if not unicodedata.combining(c)))
+def _split_unicode(run: str) -> list[str]:
+    out: list[str] = []
+    start = 0
+    for i, ch in enumerate(run):
+        if ord(ch) >= 0x80 and unicodedata.category(ch).startswith(_SEPARATOR_CATEGORIES):
+            if i > start:
+                out.append(run[start:i])
+            start = i + 1
+    if start < len(run):
+        out.append(run[start:])
+    return out
+
+
+class Tokenizer:
+    """FTS5's tokenizer on runs of text, each distinct run asked once (a cache)."""
+
+    def __init__(self) -> None:
+        self._conn = sqlite3.connect(":memory:", isolation_level=None)
+        self._conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{TOKENIZER}')")
+        self._conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+        self._cache: dict[str, tuple[str, ...]] = {}
+
+    def runs(self, text: str) -> list[str]:
+        found = _RUN.findall(text)
+        if text.isascii():
+            return [r.lower() for r in found]  # unicode61 folds ASCII to lower case
+        out: list[str] = []
+        for run in found:  # non-ASCII case folding is left to FTS5 itself
+            out += _split_unicode(run) if not run.isascii() else [run.lower()]
+        return out
+
+    def learn(self, runs: Iterable[str]) -> None:
+        """Tokenize the runs not seen yet, in batches."""
+        new = list(dict.fromkeys(r for r in runs if r not in self._cache))
+        for i in range(0, len(new), _BATCH):
+            batch = new[i:i + _BATCH]
+            c = self._conn
+            c.execute("BEGIN")
+            c.execute("DELETE FROM t")
+            c.executemany("INSERT INTO t(rowid, x) VALUES (?, ?)",
+                          [(n + 1, r) for n, r in enumerate(batch)])
+            c.execute("COMMIT")
+            got: dict[int, list[tuple[int, str]]] = {}
+            for term, doc, offset in c.execute("SELECT term, doc, offset FROM v"):
+                got.setdefault(int(doc), []).append((int(offset), str(term)))
+            for n, run in enumerate(batch, start=1):
+                self._cache[run] = tuple(t for _o, t in sorted(got.get(n, ())))
+
+    def tokens(self, text: str) -> list[str]:
+        """The local index's tokens of ``text``, in order."""
+        runs = self.runs(text)
+        cache = self._cache
+        if any(r not in cache for r in runs):
+            self.learn(runs)
+        out: list[str] = []
+        for r in runs:
+            out += cache[r]
+        return out
+
+
+_SHARED: tuple[int, Tokenizer] | None = None
+
+
+def _shared() -> Tokenizer:
+    """This process's tokenizer (a forked parser process makes its own: a SQLite
+    connection must not cross a fork)."""
+    global _SHARED
+    import os
+
+    if _SHARED is None or _SHARED[0] != os.getpid():
+        _SHARED = (os.getpid(), Tokenizer())
+    return _SHARED[1]
 
 
 def tokens(text: str) -> list[str]:
-    """The tokens of ``text``, folded (before stemming)."""
-    if text.isascii():
-        return _TOKEN.findall(text.lower())
-    return [t for t in (fold(m) for m in _TOKEN.findall(text)) if t]
+    """:meth:`Tokenizer.tokens` with this process's tokenizer."""
+    return _shared().tokens(text)
+
+
+def query_tokens(word: str) -> list[str]:
+    """The tokens FTS5 makes of one query word (``"word"`` in a MATCH): usually one."""
+    return _shared().tokens(word)
 
 
 def fts_document(title: str, anchors: str, body: str) -> tuple[str, int]:
     """(the ``fts`` column, the record's token count — BM25's document length)."""
-    cols = [tokens(title), tokens(anchors), tokens(body)]
+    tok = _shared()
+    cols = [tok.tokens(title), tok.tokens(anchors), tok.tokens(body)]
     return (COLUMN_SEPARATOR.join(" ".join(c) for c in cols), sum(len(c) for c in cols))
