@@ -117,25 +117,26 @@ class Session:
     # --- filters, as memidex.index.query._filters ---
 
     def _filters(self, product: str | None, kinds: Sequence[str], statuses: Sequence[str],
-                 anchors: Sequence[str], p: dict[str, Any]) -> str:
+                 anchors: Sequence[str], p: dict[str, Any], r: str = "r") -> str:
+        """SQL conditions on the records row ``r`` (an alias), as the local index's."""
         clauses: list[str] = []
         if product is not None:
-            clauses.append("r.product = %(product)s")
+            clauses.append(f"{r}.product = %(product)s")
             p["product"] = product
         if kinds:
-            clauses.append("r.kind = ANY(%(kinds)s)")
+            clauses.append(f"{r}.kind = ANY(%(kinds)s)")
             p["kinds"] = list(kinds)
         if statuses:
-            clauses.append("r.status = ANY(%(statuses)s)")
+            clauses.append(f"{r}.status = ANY(%(statuses)s)")
             p["statuses"] = list(statuses)
         for i, anchor in enumerate(anchors):
             if anchor.endswith("*"):
-                clauses.append(f"r.rowid IN (SELECT a.rowid FROM {S.SCHEMA}.anchors a WHERE"
+                clauses.append(f"{r}.rowid IN (SELECT a.rowid FROM {S.SCHEMA}.anchors a WHERE"
                                f" a.gen = %(gen)s AND a.anchor >= %(alo{i})s"
                                f" AND a.anchor < %(ahi{i})s)")
                 p[f"alo{i}"], p[f"ahi{i}"] = anchor[:-1], anchor[:-1] + _TOP
             else:
-                clauses.append(f"r.rowid IN (SELECT a.rowid FROM {S.SCHEMA}.anchors a WHERE"
+                clauses.append(f"{r}.rowid IN (SELECT a.rowid FROM {S.SCHEMA}.anchors a WHERE"
                                f" a.gen = %(gen)s AND a.anchor = %(a{i})s)")
                 p[f"a{i}"] = anchor
         return "".join(f" AND {c}" for c in clauses)
@@ -158,25 +159,25 @@ class Session:
         return {f"'{t}'": int(n) for t, n in rows}
 
     def _score_sql(self, lexemes: Sequence[str], ndocs: dict[str, int], p: dict[str, Any]
-                   ) -> str:
-        """FTS5's bm25() in SQL, operation for operation (ext/fts5/fts5_aux.c)."""
+                   ) -> tuple[str, str]:
+        """(the weighted frequencies, one column ``f<i>`` a word; FTS5's bm25() over them,
+        operation for operation as ext/fts5/fts5_aux.c computes it)."""
         n_rows = self.snapshot.records
         p["avgdl"] = (float(self.snapshot.tokens) / float(n_rows)) if n_rows else 1.0
         p["k1"], p["k1p1"], p["b"], p["omb"] = K1, K1 + 1.0, B, 1 - B
-        norm = ("(%(k1)s::float8 * (%(omb)s::float8 + %(b)s::float8 * r.ntokens::float8"
+        norm = ("(%(k1)s::float8 * (%(omb)s::float8 + %(b)s::float8 * m.ntokens::float8"
                 " / %(avgdl)s::float8))")
-        parts = []
+        freqs, parts = [], []
         for i, lx in enumerate(lexemes):
             hits = ndocs.get(lx, 0)
             idf = math.log((n_rows - hits + 0.5) / (hits + 0.5)) if n_rows else 1e-6
             p[f"idf{i}"] = idf if idf > 0.0 else 1e-6
             p[f"q{i}"] = lx
-            freq = (f"round(ts_rank_cd({_WEIGHTS}, r.tsv, %(q{i})s::tsquery, 0)::float8"
-                    f" * {_SCALE})")
-            parts.append(f"%(idf{i})s::float8 * (({freq} * %(k1p1)s::float8) / ({freq} + "
+            freqs.append(f"round(ts_rank_cd({_WEIGHTS}, m.tsv, %(q{i})s::tsquery, 0)::float8"
+                         f" * {_SCALE}) AS f{i}")
+            parts.append(f"%(idf{i})s::float8 * ((f.f{i} * %(k1p1)s::float8) / (f.f{i} + "
                          f"{norm}))")
-        return "(0.0::float8 + " + " + ".join(parts) + ")" if len(parts) > 1 else \
-            "(0.0::float8 + " + parts[0] + ")"
+        return ", ".join(freqs), "(0.0::float8 + " + " + ".join(parts) + ")"
 
     def _nth_match(self, expr: str, n: int) -> int | None:
         rows = self._q(f"SELECT rowid FROM {S.SCHEMA}.records WHERE gen = %s AND"
@@ -187,19 +188,25 @@ class Session:
     def _hits(self, expr: str, lexemes: Sequence[str], ndocs: dict[str, int],
               where: str, params: dict[str, Any], limit: int, exclude: set[int],
               cap: int | None, count_matched: bool) -> list[tuple[Any, ...]]:
+        """As ``memidex.index.query._hits``. The matches come from the GIN index alone
+        (the ``OFFSET 0`` keeps the planner from AND-ing a product bitmap of half the
+        records into it), the filters apply to them, and each word's frequency is read
+        once per record."""
         p = dict(params)
-        score = self._score_sql(lexemes, ndocs, p)
+        freqs, score = self._score_sql(lexemes, ndocs, p)
         p["expr"], p["lim"], p["gen"] = expr, limit + len(exclude), self.gen
-        matched = (" + ".join(f"(r.tsv @@ %(q{i})s::tsquery)::int" for i in range(len(lexemes)))
+        matched = (" + ".join(f"(f.f{i} > 0)::int" for i in range(len(lexemes)))
                    if count_matched else str(len(lexemes)))
         capped = " AND r.rowid <= %(cap)s" if cap is not None else ""
         if cap is not None:
             p["cap"] = cap
         sql = (f"SELECT rowid, id, kind, status, title, path, anchors, product, score, matched"
-               f" FROM (SELECT r.rowid, r.id, r.kind, r.status, r.title, r.path, r.anchors,"
-               f" r.product, {score} AS score, {matched} AS matched"
-               f" FROM {S.SCHEMA}.records r WHERE r.gen = %(gen)s"
-               f" AND r.tsv @@ %(expr)s::tsquery{capped}{where}) s"
+               f" FROM (SELECT m.rowid, m.id, m.kind, m.status, m.title, m.path, m.anchors,"
+               f" m.product, {score} AS score, {matched} AS matched"
+               f" FROM (SELECT r.* FROM {S.SCHEMA}.records r WHERE r.gen = %(gen)s"
+               f" AND r.tsv @@ %(expr)s::tsquery{capped} OFFSET 0) m"
+               f" CROSS JOIN LATERAL (SELECT {freqs}) f"
+               f" WHERE true{where}) s"
                # the shown score is rounded to 6 places and ties break on id, as locally
                f" ORDER BY round(score::numeric, 6) DESC, id, path LIMIT %(lim)s")
         rows = self._q(sql, p)
@@ -242,7 +249,7 @@ class Session:
                 terms = [terms[i] for i in rare]
                 lexemes = [lexemes[i] for i in rare]
         params: dict[str, Any] = {"gen": self.gen}
-        where = self._filters(q.product, q.kinds, q.statuses, q.anchors, params)
+        where = self._filters(q.product, q.kinds, q.statuses, q.anchors, params, "m")
         and_expr = " & ".join(f"({lx})" if lx else "''" for lx in lexemes)
         bound = min(_count(lx, ndocs) for lx in lexemes)
         rows = self._ranked(and_expr, lexemes, ndocs, bound, where, params, q.limit, set(),

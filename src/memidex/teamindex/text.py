@@ -59,8 +59,6 @@ class Tokenizer:
 
     def __init__(self) -> None:
         self._conn = sqlite3.connect(":memory:", isolation_level=None)
-        self._conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{TOKENIZER}')")
-        self._conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
         self._cache: dict[str, tuple[str, ...]] = {}
 
     def runs(self, text: str) -> list[str]:
@@ -78,8 +76,13 @@ class Tokenizer:
         for i in range(0, len(new), _BATCH):
             batch = new[i:i + _BATCH]
             c = self._conn
+            # a fresh table each time: deleted rows would stay in the FTS5 index (until
+            # it merges) and the vocabulary scan below would walk them all
             c.execute("BEGIN")
-            c.execute("DELETE FROM t")
+            c.execute("DROP TABLE IF EXISTS v")
+            c.execute("DROP TABLE IF EXISTS t")
+            c.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{TOKENIZER}')")
+            c.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
             c.executemany("INSERT INTO t(rowid, x) VALUES (?, ?)",
                           [(n + 1, r) for n, r in enumerate(batch)])
             c.execute("COMMIT")
