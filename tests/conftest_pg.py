@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from pgserver import PgMissing, PgServer, started
@@ -39,3 +40,24 @@ def pg_url(pg_server: PgServer) -> Iterator[str]:
         yield pg_server.url(database=name)
     finally:
         pg_server.psql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)", database="postgres")
+
+
+@pytest.fixture(scope="session")
+def corpus_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """2,000 records from ``bench/gen_corpus.py`` (five products, every status, history,
+    citations) committed on ``main`` of a git repository. Tests clone it before changing
+    anything (``git clone`` hard-links the objects: a fraction of a second)."""
+    import subprocess
+    import sys
+
+    bench = Path(__file__).resolve().parent.parent / "bench"
+    if str(bench) not in sys.path:
+        sys.path.insert(0, str(bench))
+    from gen_corpus import generate
+
+    root = tmp_path_factory.mktemp("corpus")
+    generate(2000, root, seed=11, jobs=1)
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"],
+                 ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "c"]):
+        subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
+    return root

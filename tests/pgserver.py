@@ -103,9 +103,9 @@ class PgServer:
         self._run("pg_ctl", "-D", str(self.data), "-w", "-t", "60", "-l",
                   str(self.folder / "server.log"), "-o", options, "start")
 
-    def stop(self) -> None:
+    def stop(self, mode: str = "fast") -> None:
         with contextlib.suppress(RuntimeError):
-            self._run("pg_ctl", "-D", str(self.data), "-w", "-t", "30", "-m", "fast", "stop")
+            self._run("pg_ctl", "-D", str(self.data), "-w", "-t", "30", "-m", mode, "stop")
 
     def postmaster_pid(self) -> int | None:
         try:
@@ -161,7 +161,7 @@ class PgServer:
         self.psql(f"GRANT ALL ON DATABASE {DATABASE} TO {PASSWORD_ROLE}")
 
     def remove(self) -> None:
-        self.stop()
+        self.stop("immediate")  # its files are deleted next: no checkpoint to wait for
         shutil.rmtree(self.folder, ignore_errors=True)
 
 

@@ -34,7 +34,7 @@ from memidex.store.files import Store
 from memidex.teamindex import Session, TeamIndex, push
 
 sys.path.insert(0, str(REPO_ROOT / "bench"))
-from gen_corpus import generate, make_queries  # noqa: E402
+from gen_corpus import make_queries  # noqa: E402
 
 _BRIEF_FUNCS = ((briefing, "anchor_hits"), (briefing, "versions_of"),
                 (briefing, "version_texts"), (briefing, "citations"), (briefing, "policies"),
@@ -73,14 +73,10 @@ def _twin(root: Path, url: str, tmp: Path) -> Twin:
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory, pg_server: PgServer) -> Iterator[Twin]:
-    """2,000 generated records (five products, every status, history, citations) in a git
-    repository, indexed locally and pushed."""
-    root = tmp_path_factory.mktemp("corpus")
-    generate(2000, root, seed=11, jobs=1)
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "corpus")
+def corpus(tmp_path_factory: pytest.TempPathFactory, pg_server: PgServer,
+           corpus_repo: Path) -> Iterator[Twin]:
+    """The generated corpus (``conftest_pg.corpus_repo``), indexed locally and pushed."""
+    root = corpus_repo
     pg_server.psql("CREATE DATABASE parity TEMPLATE memidex", database="postgres")
     twin = _twin(root, pg_server.url(database="parity"), tmp_path_factory.mktemp("idx"))
     yield twin

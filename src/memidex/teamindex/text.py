@@ -6,7 +6,7 @@ PostgreSQL's parser splits text otherwise (``place-order`` gives three tokens,
 in places (words of one or two letters: ``as`` → ``a``; some double consonants). So the
 push asks **SQLite's FTS5 tokenizer itself** for the tokens: the text is cut at the
 characters that are separators for ``unicode61`` whatever its Unicode tables (ASCII
-characters other than letters and digits; spaces, punctuation, symbols and controls),
+characters other than letters and digits, and Unicode spaces),
 each distinct run is tokenized once by an in-memory FTS5 table with the local index's
 tokenizer (``fts5vocab``'s ``instance`` table gives its tokens in order), and the
 record's tokens — stemmed, lower-cased, accents removed, exactly as the local index holds
@@ -21,8 +21,10 @@ tokens on whole records, non-ASCII text included.
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
+import threading
 import unicodedata
 from collections.abc import Iterable
 
@@ -35,9 +37,12 @@ COLUMN_SEPARATOR = "\x1f"
 """Between the title's, the anchors' and the body's tokens in the ``fts`` column."""
 
 # Runs of ASCII letters and digits and of every non-ASCII character; non-ASCII runs are
-# cut again at spaces, punctuation, symbols and controls (_split_unicode).
+# cut again at Unicode spaces (_split_unicode).
 _RUN = re.compile(r"[A-Za-z0-9\x80-\U0010ffff]+")
-_SEPARATOR_CATEGORIES = ("Z", "P", "S", "Cc", "Cf", "Cs", "Cn")
+_SEPARATOR_CATEGORIES = ("Z",)
+"""Non-ASCII characters cut here: spaces only. Punctuation, symbols or unassigned code
+points may be token characters in FTS5's Unicode tables (another Unicode version than
+Python's), so those runs are left whole and FTS5 cuts them itself."""
 _BATCH = 4096
 
 
@@ -104,22 +109,21 @@ class Tokenizer:
         return out
 
 
-_SHARED: tuple[int, Tokenizer] | None = None
+_LOCAL = threading.local()
 
 
 def _shared() -> Tokenizer:
-    """This process's tokenizer (a forked parser process makes its own: a SQLite
-    connection must not cross a fork)."""
-    global _SHARED
-    import os
-
-    if _SHARED is None or _SHARED[0] != os.getpid():
-        _SHARED = (os.getpid(), Tokenizer())
-    return _SHARED[1]
+    """This thread's tokenizer: a SQLite connection is used by the thread that made it,
+    and never across a fork (a forked parser process makes its own)."""
+    mine: tuple[int, Tokenizer] | None = getattr(_LOCAL, "tokenizer", None)
+    if mine is None or mine[0] != os.getpid():
+        mine = (os.getpid(), Tokenizer())
+        _LOCAL.tokenizer = mine
+    return mine[1]
 
 
 def tokens(text: str) -> list[str]:
-    """:meth:`Tokenizer.tokens` with this process's tokenizer."""
+    """:meth:`Tokenizer.tokens` with this thread's tokenizer."""
     return _shared().tokens(text)
 
 
