@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from pgserver import PgMissing, PgServer, started
 
 _NAMES = itertools.count(1)

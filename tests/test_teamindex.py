@@ -13,14 +13,14 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import git, make_record, write_record
-from pgserver import PASSWORD, PASSWORD_ROLE, PgServer
 
+from conftest import git, make_record, write_record
 from memidex.errors import ConfigError, IndexUnavailableError, UsageError
 from memidex.records.codec import dump_record
 from memidex.records.model import Relations, Trust, Valid
 from memidex.search.ranking import SearchQuery
 from memidex.teamindex import TeamIndex, push, reachable
+from pgserver import PASSWORD, PASSWORD_ROLE, PgServer
 
 
 def _commit(root: Path, message: str = "records") -> str:

@@ -17,13 +17,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import git
-from pgserver import PgServer, started
 
+from conftest import git
 from memidex.errors import MemidexError
 from memidex.records.digest import content_hash
 from memidex.search.ranking import SearchQuery
 from memidex.teamindex import Session, TeamIndex, push
+from pgserver import PgServer, started
 
 RECORDS = "agent-qa-knowledge/memory/records"
 QUERIES = [SearchQuery("newmark", "shop-web", limit=50), SearchQuery("newmark", None, limit=5),
@@ -159,8 +159,7 @@ def test_server_killed_mid_push_serves_a_whole_snapshot_and_the_next_push_comple
         git(root, "branch", "-f", "ci", target)
         before = _fingerprint(url)
         outcome: list[object] = []
-        pusher = threading.Thread(target=lambda t=target, r=rewind: outcome.append(
-            _try_push(root, url, r)))
+        pusher = threading.Thread(target=_try_push, args=(root, url, rewind, outcome))
         pusher.start()
         time.sleep(delay)
         server.kill()
@@ -175,8 +174,8 @@ def test_server_killed_mid_push_serves_a_whole_snapshot_and_the_next_push_comple
     assert died >= 1, "no kill landed inside a push"
 
 
-def _try_push(root: Path, url: str, rewind: bool) -> object:
+def _try_push(root: Path, url: str, rewind: bool, outcome: list[object]) -> None:
     try:
-        return push(root, url, branch="ci", rewind=rewind)
+        outcome.append(push(root, url, branch="ci", rewind=rewind))
     except MemidexError as exc:
-        return exc
+        outcome.append(exc)

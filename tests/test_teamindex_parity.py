@@ -20,9 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO_ROOT, git
-from pgserver import PgServer
 
+from conftest import REPO_ROOT, git
 from memidex.config import load_config
 from memidex.index import briefing, query
 from memidex.index.build import rebuild
@@ -32,6 +31,7 @@ from memidex.search.ranking import SearchQuery
 from memidex.serve.brief import BriefRequest, build_brief
 from memidex.store.files import Store
 from memidex.teamindex import Session, TeamIndex, push
+from pgserver import PgServer
 
 sys.path.insert(0, str(REPO_ROOT / "bench"))
 from gen_corpus import make_queries  # noqa: E402

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memidex.errors import ConfigError, IndexUnavailableError, MemidexError, StorageError
 
@@ -103,7 +103,7 @@ def translating(url: str, doing: str = "reading") -> Iterator[None]:
 
 
 def connect(url: str, *, timeout: float = DEFAULT_TIMEOUT, doing: str = "reading",
-            autocommit: bool = False) -> psycopg.Connection[tuple[object, ...]]:
+            autocommit: bool = False) -> psycopg.Connection[Any]:
     """A connection to ``url``; a bad URL or an unreachable server is a MemidexError."""
     import psycopg
 

@@ -282,9 +282,9 @@ class Session:
         opts = ("StartSel=«, StopSel=», MaxWords=16, MinWords=6, ShortWord=0,"
                 " MaxFragments=1, FragmentDelimiter=…")
         cfg = f"'{S.CONFIG}'::regconfig"
-        col = ("CASE WHEN to_tsvector({c}, split_part(r.fts, E'\\x1f', 3)) @@ q THEN r.body"
-               " WHEN to_tsvector({c}, split_part(r.fts, E'\\x1f', 1)) @@ q THEN r.title"
-               " ELSE replace(r.anchors, E'\\n', ' ') END").format(c=cfg)
+        col = (f"CASE WHEN to_tsvector({cfg}, split_part(r.fts, E'\\x1f', 3)) @@ q THEN r.body"
+               f" WHEN to_tsvector({cfg}, split_part(r.fts, E'\\x1f', 1)) @@ q THEN r.title"
+               " ELSE replace(r.anchors, E'\\n', ' ') END")
         rows = self._q(
             f"SELECT r.rowid, ts_headline({cfg}, {col}, q, %s) FROM {S.SCHEMA}.records r,"
             f" CAST(%s AS tsquery) q WHERE r.gen = %s AND r.rowid = ANY(%s)",
