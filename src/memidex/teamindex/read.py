@@ -270,26 +270,20 @@ class Session:
                         product=r[7], matched=matched[int(r[0])], terms=len(terms)),
               int(r[0])) for r in rows),
             key=lambda pair: sort_key(pair[0]))[: q.limit]
-        snippets = self._snippets(" | ".join(f"({lx})" for lx in lexemes if lx),
-                                  [rowid for _, rowid in ranked])
+        snippets = self._snippets(lexemes, [rowid for _, rowid in ranked])
         return [replace(hit, snippet=snippets.get(rowid, hit.title)) for hit, rowid in ranked]
 
-    def _snippets(self, expr: str, rowids: list[int]) -> dict[int, str]:
-        """A passage of about 16 words of the first column that matches (body, title,
-        anchors), the matched words marked «like this» (``ts_headline``)."""
+    def _snippets(self, lexemes: Sequence[str], rowids: list[int]) -> dict[int, str]:
+        """The passage of each shown record (:func:`memidex.teamindex.snippet.snippet`)."""
+        from memidex.teamindex.snippet import snippet
+
         if not rowids:
             return {}
-        opts = ("StartSel=«, StopSel=», MaxWords=16, MinWords=6, ShortWord=0,"
-                " MaxFragments=1, FragmentDelimiter=…")
-        cfg = f"'{S.CONFIG}'::regconfig"
-        col = (f"CASE WHEN to_tsvector({cfg}, split_part(r.fts, E'\\x1f', 3)) @@ q THEN r.body"
-               f" WHEN to_tsvector({cfg}, split_part(r.fts, E'\\x1f', 1)) @@ q THEN r.title"
-               " ELSE replace(r.anchors, E'\\n', ' ') END")
-        rows = self._q(
-            f"SELECT r.rowid, ts_headline({cfg}, {col}, q, %s) FROM {S.SCHEMA}.records r,"
-            f" CAST(%s AS tsquery) q WHERE r.gen = %s AND r.rowid = ANY(%s)",
-            (opts, expr, self.gen, rowids))
-        return {int(r[0]): " ".join(str(r[1]).split()) for r in rows}
+        words = {w for lx in lexemes for w in lx.replace("<->", " ").replace("'", " ").split()}
+        rows = self._q(f"SELECT rowid, title, body, anchors FROM {S.SCHEMA}.records"
+                       " WHERE gen = %s AND rowid = ANY(%s)", (self.gen, rowids))
+        return {int(r[0]): snippet((r[1], r[2], str(r[3]).replace("\n", " ")), words)
+                for r in rows}
 
     # --- lookups, as memidex.index.query ---
 
