@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
-from memidex.teamindex.text import query_tokens
+from memidex.teamindex.text import run_tokens
 
 __all__ = ["snippet"]
 
@@ -35,9 +35,16 @@ def snippet(columns: tuple[str, str, str], tokens: Collection[str], width: int =
             ) -> str:
     """The passage of (title, body, anchors) that best shows ``tokens`` (stemmed)."""
     best: tuple[int, str, list[re.Match[str]], list[set[str]]] | None = None
-    for text in columns:
-        runs = list(_RUN.finditer(text))
-        hits = [set(query_tokens(m.group())) & set(tokens) for m in runs]
+    wanted = set(tokens)
+    found = [list(_RUN.finditer(text)) for text in columns]
+    # every run of the three columns in one batch (FTS5 folds ASCII runs to lower case)
+    keys = [[m.group().lower() if m.group().isascii() else m.group() for m in runs]
+            for runs in found]
+    asked = run_tokens([k for ks in keys for k in ks])
+    pos = 0
+    for text, runs, ks in zip(columns, found, keys, strict=True):
+        hits = [set(t) & wanted for t in asked[pos:pos + len(ks)]]
+        pos += len(ks)
         if not any(hits):
             continue
         score = _score(hits)

@@ -29,7 +29,7 @@ import unicodedata
 from collections.abc import Iterable
 
 __all__ = ["COLUMN_SEPARATOR", "TOKENIZER", "Tokenizer", "fts_document", "query_tokens",
-           "tokens"]
+           "run_tokens", "runs", "tokens"]
 
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 """The local index's (``memidex.index.schema.TOKENIZER``; a test keeps them equal)."""
@@ -59,12 +59,18 @@ def _split_unicode(run: str) -> list[str]:
     return out
 
 
+_CACHE: dict[str, tuple[str, ...]] = {}
+"""Each run's tokens, shared by the threads of a process (FTS5 gives a run the same
+tokens whoever asks); bounded."""
+_CACHE_MAX = 1_000_000
+
+
 class Tokenizer:
     """FTS5's tokenizer on runs of text, each distinct run asked once (a cache)."""
 
     def __init__(self) -> None:
         self._conn = sqlite3.connect(":memory:", isolation_level=None)
-        self._cache: dict[str, tuple[str, ...]] = {}
+        self._cache = _CACHE
 
     def runs(self, text: str) -> list[str]:
         found = _RUN.findall(text)
@@ -78,6 +84,8 @@ class Tokenizer:
     def learn(self, runs: Iterable[str]) -> None:
         """Tokenize the runs not seen yet, in batches."""
         new = list(dict.fromkeys(r for r in runs if r not in self._cache))
+        if new and len(self._cache) + len(new) > _CACHE_MAX:
+            self._cache.clear()
         for i in range(0, len(new), _BATCH):
             batch = new[i:i + _BATCH]
             c = self._conn
@@ -99,14 +107,21 @@ class Tokenizer:
 
     def tokens(self, text: str) -> list[str]:
         """The local index's tokens of ``text``, in order."""
-        runs = self.runs(text)
+        out: list[str] = []
+        for toks in self.run_tokens(self.runs(text)):
+            out += toks
+        return out
+
+    def run_tokens(self, runs: list[str]) -> list[tuple[str, ...]]:
+        """The tokens of each run (runs as :meth:`runs` gives them), asked in one batch."""
         cache = self._cache
         if any(r not in cache for r in runs):
             self.learn(runs)
-        out: list[str] = []
-        for r in runs:
-            out += cache[r]
-        return out
+        try:
+            return [cache[r] for r in runs]
+        except KeyError:  # another thread cleared the cache meanwhile
+            self.learn(runs)
+            return [cache.get(r) or () for r in runs]
 
 
 _LOCAL = threading.local()
@@ -122,9 +137,19 @@ def _shared() -> Tokenizer:
     return mine[1]
 
 
+def runs(text: str) -> list[str]:
+    """:meth:`Tokenizer.runs`."""
+    return _shared().runs(text)
+
+
 def tokens(text: str) -> list[str]:
     """:meth:`Tokenizer.tokens` with this thread's tokenizer."""
     return _shared().tokens(text)
+
+
+def run_tokens(runs: list[str]) -> list[tuple[str, ...]]:
+    """:meth:`Tokenizer.run_tokens` with this thread's tokenizer."""
+    return _shared().run_tokens(runs)
 
 
 def query_tokens(word: str) -> list[str]:
