@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memidex._version import __version__
-from memidex.errors import MemidexError, Problem, RecordError, StorageError
+from memidex.errors import Problem, RecordError, StorageError
 from memidex.teamindex import schema as S
 from memidex.teamindex.connect import connect, redact, translating
 from memidex.teamindex.gitread import Blob, BlobReader, GitTree, is_ancestor, resolve
@@ -484,8 +484,6 @@ def push(root: Path | str, url: str, *, branch: str | None = None,
             report = _decide_and_apply(conn, config, tree, branch, old_gen, previous, created,
                                        rewind, workers, progress, notes)
         return _finish(report, url, started)
-    except MemidexError:
-        raise
     finally:
         conn.close()
 
