@@ -18,6 +18,8 @@ from memidex.records.model import Record, Trust, Valid
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
+pytest_plugins = ["conftest_pg"]  # the PostgreSQL fixtures of the team-index tests
+
 # The SPEC §2 example record in canonical form, shared by the codec, validation and
 # versions tests. Lines: 1 ---, 2 id, 3 kind, 4 status, 5 product, 6 scope, 7 anchor,
 # 8 anchors, 9 title, 10 trust, 11 valid, 12 relations, 13 evidence, 14 its item.
