@@ -72,14 +72,11 @@ RANK = {
     # and the writer share a rank: none of them knows the others
     "importers": 4, "learning": 4, "search": 4, "write": 4,
     "runstate": 4.5,  # local run state: frozen runs, tests, ordinals, proposals, served
-    "runs": 4.6,
     "index": 5,
-    "teamindex": 5.1,  # the team index on PostgreSQL (issue 23): the local index's row types
-    "results": 6,
+    "teamindex": 5.1,  # the team index on PostgreSQL: the local index's row types
     "serve": 6.2,  # briefs: rank records from the index, runs and trust
     "review": 6.5,  # git-native review and the secret scan: read records and the store
     "app": 7,
-    "app_runs": 6.9,  # the facade's learning methods (a mixin of app.Memidex)
     # `memidex mcp`: MCP tools and resources over one facade; only the `mcp` command
     # imports it, and only it imports the MCP SDK
     "mcpserver": 7.2,

@@ -224,18 +224,21 @@ def test_a_late_push_of_an_older_commit_is_behind(repo: Path, pg_url: str) -> No
 
 def test_run_store_anchors_and_ordinals_are_merged(repo: Path, pg_url: str) -> None:
     from memidex.config import load_config
-    from memidex.runs.store import RunStore, TestState
+    from memidex.learning.fold import TestState
+    from memidex.runstate.tests import TestsFile
+    from memidex.store.state import DIRECT
 
     _seed(repo)
     config = load_config(repo)
-    RunStore(config).save_tests("shop-web", {
-        "checkout-happy-path": TestState(anchors={"page:/checkout", "el:button:place-order"})})
+    TestsFile(config, "shop-web").save(DIRECT, {
+        "checkout-happy-path": TestState(anchors={"page:/checkout", "el:button:place-order"})},
+        ordinal=0)
     ordinals = config.state_path / "build-ordinals.json"
     ordinals.write_text(json.dumps({"products": {"shop-web": {"next": 42}}}), encoding="utf-8")
     assert push(repo, pg_url).test_anchors == 2
     # another machine (no run store) pushes: nothing is lost; a third adds an anchor
-    RunStore(config).save_tests("shop-web", {
-        "checkout-happy-path": TestState(anchors={"flow:checkout"})})
+    TestsFile(config, "shop-web").save(DIRECT, {
+        "checkout-happy-path": TestState(anchors={"flow:checkout"})}, ordinal=0)
     ordinals.write_text(json.dumps({"products": {"shop-web": {"next": 7}}}), encoding="utf-8")
     assert push(repo, pg_url).test_anchors == 1
     with TeamIndex.connect(pg_url) as ti:

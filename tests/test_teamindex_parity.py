@@ -127,7 +127,7 @@ def _same_briefs(twin: Twin, requests: list[BriefRequest]) -> int:
         for req in requests:
             local = build_brief(config, store, twin.db, req, masker=masker, record=False)
             team = build_brief(config, store, s, req, masker=masker, record=False)  # type: ignore[arg-type]
-            assert team.as_dict() == local.as_dict(), req
+            assert team.to_json() == local.to_json(), req
             served += len(local.records)
     return served
 

@@ -338,17 +338,16 @@ def _ensure_schema(conn: psycopg.Connection[Any], notes: list[str]) -> bool:
 
 def _merge_run_store(conn: psycopg.Connection[Any], config: Config, branch: str) -> int:
     """Merge this machine's run store into the branch's; returns the anchors added."""
-    from memidex.runs.store import RunStore, runs_dir
-    from memidex.store.ordinals import read_ordinals
+    from memidex.runstate.ordinals import Counters
+    from memidex.runstate.store import runs_dir
+    from memidex.runstate.tests import TestsFile
 
     rows: list[tuple[str, str, str, str]] = []
     folder = runs_dir(config)
     products = sorted(p.name[len("tests-"):-len(".json")] for p in folder.glob("tests-*.json")
                       ) if folder.is_dir() else []
-    store = RunStore(config) if products else None
     for product in products:
-        assert store is not None
-        for test_id, state in sorted(store.tests(product).items()):
+        for test_id, state in sorted(TestsFile(config, product).load().tests.items()):
             rows += [(branch, product, test_id, a) for a in sorted(state.anchors)]
     added = 0
     if rows:
@@ -357,7 +356,7 @@ def _merge_run_store(conn: psycopg.Connection[Any], config: Config, branch: str)
             " unnest(%s::text[], %s::text[], %s::text[], %s::text[]) ON CONFLICT DO NOTHING",
             tuple(list(col) for col in zip(*rows, strict=True)))
         added = max(cur.rowcount, 0)
-    ordinals = {p: int(e.get("next", 1)) for p, e in read_ordinals(config).items()}
+    ordinals = {p: pc.next for p, pc in Counters.load(config).products.items()}
     if ordinals:
         conn.execute(
             f"INSERT INTO {S.SCHEMA}.run_ordinals SELECT %s, * FROM"
