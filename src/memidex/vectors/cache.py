@@ -377,7 +377,7 @@ class ModelCache:
                                   hint="give the folder that holds model.onnx and "
                                   "tokenizer.json (or a model2vec folder)")
         kind, files, detected = _detect(source)
-        chosen = name or _default_name(source)
+        chosen = name if name is not None else _default_name(source)
         dest = self.path_of(chosen)
         pool = pooling or detected.get("pooling")
         if kind == "onnx" and pool is None:
@@ -418,7 +418,8 @@ class ModelCache:
             if dest.exists():
                 old = self.entry(chosen)
                 if old.manifest is not None and not old.problems and \
-                        old.manifest.model_id == manifest.model_id:
+                        old.manifest.model_id == manifest.model_id and \
+                        self.verify(chosen)[0].ok:  # the same files, and still intact
                     shutil.rmtree(staging)
                     return ImportResult(old, "unchanged", tuple(sorted(files)))
                 if not replace_existing:
