@@ -33,7 +33,7 @@ if TYPE_CHECKING:
         encode_f16,
         encode_i8,
     )
-    from memidex.vectors.cache import Manifest, ModelCache, ModelEntry, cache_dir_of
+    from memidex.vectors.cache import ModelCache, ModelEntry, cache_dir_of
     from memidex.vectors.dedupe import DUPLICATE_THRESHOLDS, DuplicateLink, near_duplicates
     from memidex.vectors.distillation import DistillReport, distill
     from memidex.vectors.embedders import (
@@ -66,6 +66,7 @@ if TYPE_CHECKING:
         load_embedder,
         try_load,
     )
+    from memidex.vectors.manifest import Manifest
     from memidex.vectors.matrix import VectorHit, VectorMatrix
     from memidex.vectors.sparse import SparseHit, SparseModel, rank_postings
     from memidex.vectors.text import anchor_words, record_text, tokens
@@ -74,7 +75,7 @@ _WHERE = {
     "VectorCache": "blobs", "content_key": "blobs", "decode_f16": "blobs",
     "decode_i8": "blobs", "decode_vector": "blobs", "encode_f16": "blobs",
     "encode_i8": "blobs",
-    "Manifest": "cache", "ModelCache": "cache", "ModelEntry": "cache",
+    "Manifest": "manifest", "ModelCache": "cache", "ModelEntry": "cache",
     "cache_dir_of": "cache",
     "DUPLICATE_THRESHOLDS": "dedupe", "DuplicateLink": "dedupe",
     "near_duplicates": "dedupe",

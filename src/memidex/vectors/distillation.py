@@ -207,8 +207,8 @@ def distill(cache: ModelCache, *, source: str | None = None, name: str | None = 
         for prov in ("LICENSE", "NOTICE"):
             if (entry.path / prov).is_file():
                 (folder / prov).write_bytes((entry.path / prov).read_bytes())
-        from memidex.vectors.cache import Manifest
         from memidex.vectors.embedders import StaticEmbedder
+        from memidex.vectors.manifest import Manifest
 
         trial = StaticEmbedder(folder, Manifest(name=target, kind="static", dim=k,
                                                 files={}, max_length=512))

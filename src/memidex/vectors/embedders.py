@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from memidex.vectors.cache import Manifest
+    from memidex.vectors.manifest import Manifest
 
 __all__ = ["Embedder", "OnnxEmbedder", "StaticEmbedder", "broken_reason", "runtime_reason"]
 
