@@ -112,6 +112,12 @@ def test_top_k_equals_a_full_sort(n: int, k: int, seed: int, dim: int) -> None:
     want = sorted((i for i in range(n) if mask[i]), key=lambda i: (-float(s[i]), ids[i]))[:k]
     assert [h.id for h in got] == [ids[i] for i in want]
     assert all(h.score == round(float(s[h.row]), 6) for h in got)
+    # a contiguous range of rows (one product's records) is the same as a mask of it
+    lo, hi = sorted(rng.integers(0, n + 1, size=2).tolist())
+    in_range = np.zeros(n, dtype=bool)
+    in_range[lo:hi] = True
+    assert vm.top_k(q, k, mask, rows=slice(lo, hi)) == vm.top_k(q, k, mask & in_range)
+    assert vm.top_k(q, k, mask[lo:hi], rows=slice(lo, hi)) == vm.top_k(q, k, mask & in_range)
 
 
 def test_top_k_min_score_blobs_and_shapes() -> None:

@@ -60,8 +60,9 @@ class VectorMatrix:
     def dim(self) -> int:
         return int(self.matrix.shape[1])
 
-    def scores(self, query: npt.ArrayLike) -> npt.NDArray[np.float32]:
-        """The dot product of ``query`` (normalised here) with every row."""
+    def scores(self, query: npt.ArrayLike, rows: slice | None = None
+               ) -> npt.NDArray[np.float32]:
+        """The dot product of ``query`` (normalised here) with every row (of ``rows``)."""
         import numpy as np
 
         q = np.asarray(query, dtype=np.float32).reshape(-1)
@@ -71,23 +72,33 @@ class VectorMatrix:
         norm = float(np.linalg.norm(q))
         if norm > 0:
             q = q / norm
-        out: npt.NDArray[np.float32] = self.matrix @ q
+        m = self.matrix if rows is None else self.matrix[rows]  # a slice is a view
+        out: npt.NDArray[np.float32] = m @ q
         return out
 
     def top_k(self, query: npt.ArrayLike, k: int, mask: npt.ArrayLike | None = None,
-              *, min_score: float | None = None) -> list[VectorHit]:
+              *, min_score: float | None = None, rows: slice | None = None
+              ) -> list[VectorHit]:
         """The ``k`` best rows for ``query``, best first; ``mask`` (a boolean per row)
         keeps only the rows it marks (product, status, kind filters); ``min_score``
-        drops rows below it. Ties break on id, so equal inputs give equal output."""
+        drops rows below it. ``rows``: a contiguous range of rows to look at only (the
+        records of one product, when the caller keeps them together): the product is
+        read from memory, not the whole matrix. Ties break on id, so equal inputs give
+        equal output."""
         import numpy as np
 
         if k <= 0 or not self.ids:
             return []
-        s = self.scores(query)
+        start = 0 if rows is None else range(len(self.ids))[rows].start
+        if rows is not None and (rows.step or 1) != 1:
+            raise ValueError("rows must be a contiguous slice")
+        s = self.scores(query, rows)
         if mask is not None:
             keep = np.asarray(mask, dtype=bool)
-            if keep.shape != (len(self.ids),):
-                raise ValueError(f"a mask of shape {keep.shape} for {len(self.ids)} rows")
+            if keep.shape == (len(self.ids),) and rows is not None:
+                keep = keep[rows]
+            if keep.shape != s.shape:
+                raise ValueError(f"a mask of shape {keep.shape} for {len(s)} rows")
             s = np.where(keep, s, np.float32(-np.inf))
         n = len(s)
         if k < n:
@@ -99,13 +110,14 @@ class VectorMatrix:
             cand = np.union1d(part, ties)
         else:
             cand = np.arange(n)
-        rows = sorted(cand.tolist(), key=lambda r: (-float(s[r]), self.ids[r]))
+        ids = self.ids
+        order = sorted(cand.tolist(), key=lambda r: (-float(s[r]), ids[start + r]))
         out: list[VectorHit] = []
-        for r in rows:
+        for r in order:
             score = float(s[r])
             if score == float("-inf") or (min_score is not None and score < min_score):
                 continue
-            out.append(VectorHit(self.ids[r], round(score, 6), r))
+            out.append(VectorHit(ids[start + r], round(score, 6), start + r))
             if len(out) == k:
                 break
         return out
