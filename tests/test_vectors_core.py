@@ -214,6 +214,9 @@ def test_hybrid_append_is_the_ibex_rule(vec_ids: list[str], fts_ids: list[str],
     assert r.fallback_fired == (r.fts_added > 0)
     if not r.page_unfilled:
         assert all(h.source == "vector" for h in r.hits)
+    # min_score: the same as dropping the weak vector hits first
+    assert hybrid(vec, fts, limit, min_score=0.95) == hybrid(
+        [h for h in vec if h.score >= 0.95], fts, limit)
 
 
 @given(ids_strategy, ids_strategy, st.integers(0, 12))

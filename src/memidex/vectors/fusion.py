@@ -73,11 +73,15 @@ def _ranks(hits: Sequence[Scored]) -> dict[str, tuple[int, Scored]]:
 
 
 def hybrid(vector_hits: Sequence[Scored], fts_hits: Sequence[Scored], limit: int,
-           fusion: Literal["append", "rrf"] = "append", *, rrf_k: int = RRF_K
-           ) -> HybridResult:
-    """Merge the vector and full-text results (each best first) into one page."""
+           fusion: Literal["append", "rrf"] = "append", *, min_score: float | None = None,
+           rrf_k: int = RRF_K) -> HybridResult:
+    """Merge the vector and full-text results (each best first) into one page.
+    ``min_score``: vector hits below it are dropped first (IBEX's ``min_similarity``;
+    :data:`THRESHOLDS` ``[level].floor`` is the measured one)."""
     if limit < 0:
         raise ValueError("limit must be >= 0")
+    if min_score is not None:
+        vector_hits = [h for h in vector_hits if h.score >= min_score]
     vec = _ranks(vector_hits)
     fts = _ranks(fts_hits)
     if fusion == "rrf":
@@ -95,8 +99,9 @@ def hybrid(vector_hits: Sequence[Scored], fts_hits: Sequence[Scored], limit: int
             v, f = vec.get(rid), fts.get(rid)
             source: Literal["vector", "full_text", "both"] = (
                 "both" if v and f else "vector" if v else "full_text")
-            item = v[1] if v else f[1]  # type: ignore[index]
-            hits.append(FusedHit(rid, source, round(s, 9), item, v[0] if v else None,
+            first = v if v is not None else f
+            assert first is not None  # every fused id came from one of the lists
+            hits.append(FusedHit(rid, source, round(s, 9), first[1], v[0] if v else None,
                                  f[0] if f else None))
         return HybridResult(tuple(hits), "rrf", False, False, 0)
     if fusion != "append":
