@@ -51,7 +51,9 @@ def encode_i8(vector: npt.ArrayLike) -> bytes:
     if not np.all(np.isfinite(arr)):
         raise ValueError("a vector with NaN or infinite components cannot be stored")
     peak = float(np.max(np.abs(arr))) if arr.size else 0.0
-    scale = peak / 127.0 if peak > 0 else 1.0
+    scale = peak / 127.0
+    if not scale >= np.finfo(np.float32).tiny:  # zero, or a subnormal vector: all zeros
+        scale = 1.0
     q = np.clip(np.rint(arr / scale), -127, 127).astype(np.int8)
     head: bytes = np.asarray([scale], dtype="<f4").tobytes()
     body: bytes = q.tobytes()
