@@ -33,8 +33,6 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from memidex.vectors.embedders import OnnxEmbedder
-
 __all__ = ["MIN_FIDELITY", "PROBES", "DistillReport", "distill", "fidelity"]
 
 MIN_FIDELITY = 0.5
@@ -117,34 +115,6 @@ def fidelity(full: Any, static: Any, texts: Sequence[str]) -> float:
     return _spearman((a @ a.T)[iu], (b @ b.T)[iu])
 
 
-def _token_vectors(full: OnnxEmbedder, ids: Sequence[int], batch: int = 256
-                   ) -> npt.NDArray[np.float32]:
-    """Each token id embedded alone between the tokenizer's special tokens, mean-pooled
-    over the whole sequence (model2vec's default)."""
-    import numpy as np
-
-    empty = full._tok.encode("", add_special_tokens=True).ids
-    prefix, suffix = empty[:1], empty[1:]
-    seqs = [[*prefix, i, *suffix] for i in ids]
-    out = np.zeros((len(seqs), 0), dtype=np.float32)
-    parts = []
-    for start in range(0, len(seqs), batch):
-        feed = full._feed(seqs[start:start + batch])
-        (h,) = full._session.run([full._output], feed)
-        h = np.asarray(h, dtype=np.float32)
-        parts.append(h if h.ndim == 2 else h.mean(axis=1))
-    out = np.concatenate(parts, axis=0) if parts else out
-    return np.nan_to_num(out)
-
-
-def _special_ids(full: OnnxEmbedder) -> set[int]:
-    special: set[int] = set()
-    decoder = getattr(full._tok, "get_added_tokens_decoder", None)
-    if decoder is not None:
-        special.update(i for i, t in decoder().items() if getattr(t, "special", False))
-    return special
-
-
 def distill(cache: ModelCache, *, source: str | None = None, name: str | None = None,
             dims: int = 256, sif: float = 1e-4, probes: Sequence[str] | None = None,
             min_fidelity: float = MIN_FIDELITY, replace_existing: bool = False
@@ -170,12 +140,12 @@ def distill(cache: ModelCache, *, source: str | None = None, name: str | None = 
     if not isinstance(full, OnnxEmbedder):
         raise ModelCacheError(f"{entry.name} is a static model: distill from a full "
                               "(ONNX) model")
-    vocab: dict[str, int] = full._tok.get_vocab()
-    skip = _special_ids(full) | {i for t, i in vocab.items()
-                                 if re.fullmatch(r"\[unused\d+\]", t)}
+    vocab = full.vocabulary()
+    skip = full.special_token_ids() | {i for t, i in vocab.items()
+                                       if re.fullmatch(r"\[unused\d+\]", t)}
     size = max(vocab.values()) + 1
     keep = sorted(i for i in set(vocab.values()) if i not in skip)
-    raw = _token_vectors(full, keep)
+    raw = full.token_vectors(keep)
     hidden = raw.shape[1]
     k = min(dims, hidden, max(1, len(keep) - 1))
     centred = raw.astype(np.float64) - raw.mean(axis=0)

@@ -145,10 +145,7 @@ class OnnxEmbedder:
         else:
             raise ModelUnavailable(f"model {self.name}: model.onnx has no "
                                    "`last_hidden_state` output")
-        try:
-            probe = self._run(["memidex"])
-        except ModelUnavailable:
-            raise
+        probe = self._run(["memidex"])
         self.dim = int(probe.shape[1])
         if manifest.dim and manifest.dim != self.dim:
             raise ModelUnavailable(f"model {self.name}: gives vectors of {self.dim} "
@@ -212,6 +209,39 @@ class OnnxEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return self._run(texts)
+
+    def vocabulary(self) -> dict[str, int]:
+        """The tokenizer's vocabulary (token → id)."""
+        vocab: dict[str, int] = self._tok.get_vocab()
+        return vocab
+
+    def special_token_ids(self) -> set[int]:
+        """The ids of the tokenizer's special tokens ([CLS], [PAD], …)."""
+        decoder = getattr(self._tok, "get_added_tokens_decoder", None)
+        if decoder is None:
+            return set()
+        return {int(i) for i, t in decoder().items() if getattr(t, "special", False)}
+
+    def token_vectors(self, ids: Sequence[int], batch: int = 256
+                      ) -> npt.NDArray[np.float32]:
+        """Each token id embedded alone between the tokenizer's special tokens
+        (``[CLS] token [SEP]``), mean-pooled over the whole sequence, not normalised —
+        what a distilled static model is made of."""
+        import numpy as np
+
+        empty = self._tok.encode("", add_special_tokens=True).ids
+        prefix, suffix = empty[:1], empty[1:]
+        seqs = [[*prefix, i, *suffix] for i in ids]
+        parts = []
+        for start in range(0, len(seqs), batch):
+            feed = self._feed(seqs[start:start + batch])
+            (h,) = self._session.run([self._output], feed)
+            h = np.asarray(h, dtype=np.float32)
+            parts.append(h if h.ndim == 2 else h.mean(axis=1))
+        if not parts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        out: npt.NDArray[np.float32] = np.nan_to_num(np.concatenate(parts, axis=0))
+        return out
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         out: npt.NDArray[np.float32] = self._run([self.query_prefix + text])[0]
