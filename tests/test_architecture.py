@@ -67,8 +67,8 @@ RANK = {
     "fence": 2,  # the untrusted-data fence: pure text, for briefs and model prompts
     "store": 3,
     "_testing": 3.5,  # the fault-injection seam: swaps a name in store.fsio, used by write
-    "evidence": 3.6,
-    "vectors": 3.8,  # embedding models, sparse tf-idf, hybrid ranking: pure, numpy lazily  # the run-evidence format: schema, values, validation, loading
+    "evidence": 3.6,  # the run-evidence format: schema, values, validation, loading
+    "vectors": 3.8,  # embedding models, sparse tf-idf, hybrid ranking: pure, numpy lazily
     # the importers (runner reports -> evidence), the learning core (pure: plans), search
     # and the writer share a rank: none of them knows the others
     "importers": 4, "learning": 4, "search": 4, "write": 4,
