@@ -2,7 +2,7 @@
 ingest` in real subprocesses where the issue asks for the command, the library facade
 (`Memidex(root).ingest(path)`) where a test needs many runs quickly.
 
-Helpers at the top are shared with test_learning_faults.py and test_learning_property.py.
+The helpers the learning tests share are in tests/learnkit.py.
 """
 
 from __future__ import annotations
@@ -14,161 +14,36 @@ from typing import Any
 
 import pytest
 
-from conftest import REPO_ROOT, run_cli
+from conftest import run_cli
+from learnkit import (
+    PLACE_ORDER,
+    PRODUCT,
+    RECORDS,
+    TERMS,
+    a_run,
+    a_test,
+    all_records,
+    changed,
+    checkout,
+    cli_json,
+    error_lines,
+    example,
+    fact_id,
+    ingest,
+    init_repo,
+    leaks,
+    load,
+    ops,
+    records,
+    set_config,
+    snapshot,
+    step,
+    validate,
+    write_run,
+    write_secrets,
+)
 from memidex.app import Memidex
-from memidex.records.codec import parse_record_bytes
 from memidex.records.ids import record_id
-from memidex.records.model import Record
-
-EXAMPLES = REPO_ROOT / "examples/runs"
-SCHEMAS = REPO_ROOT / "docs/schemas"
-RECORDS = "agent-qa-knowledge/memory/records"
-PRODUCT = "shop-web"
-
-# --- helpers (shared) ---------------------------------------------------------------------
-
-
-def step(index: int, target: str | None, observed: str | None = None, *,
-         kind: str | None = "assert-text", passed: bool = True,
-         anchors: tuple[str, ...] = ("page:/x",), **extra: Any) -> dict[str, Any]:
-    s: dict[str, Any] = {"index": index, "action": "assert", "anchors": list(anchors)}
-    if target is not None:
-        s["target"] = target
-    if observed is not None:
-        s["observed"] = observed
-    if kind is not None:
-        s["check"] = {"kind": kind, "passed": passed}
-    s.update(extra)
-    return s
-
-
-def a_test(test_id: str, steps: list[dict[str, Any]], verdict: str = "pass",
-           failure: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
-    t: dict[str, Any] = {"test_id": test_id, "verdict": verdict, "steps": steps}
-    if failure is not None:
-        t["failure"] = failure
-    t.update(extra)
-    return t
-
-
-def a_run(run_id: str, tests: list[dict[str, Any]], build: str | None = "v1",
-          ci: bool | None = None, product: str = PRODUCT) -> dict[str, Any]:
-    r: dict[str, Any] = {"run_id": run_id, "product": product, "tests": tests}
-    if build is not None:
-        r["build_tag"] = build
-    if ci is not None:
-        r["ci"] = ci
-    return r
-
-
-def write_run(where: Path, run: dict[str, Any], name: str | None = None) -> Path:
-    where.mkdir(parents=True, exist_ok=True)
-    path = where / (name or f"{run['run_id']}.json")
-    path.write_text(json.dumps(run, ensure_ascii=False), encoding="utf-8")
-    return path
-
-
-def ingest(root: Path, run: dict[str, Any] | Path, **kw: Any) -> dict[str, Any]:
-    """Ingest through the library facade; the --json result as a dict."""
-    path = run if isinstance(run, Path) else write_run(root.parent / "runs-in", run)
-    with Memidex(root) as m:
-        return m.ingest(path, **kw).to_json()
-
-
-def cli_json(root: Path, *args: str, code: int = 0) -> dict[str, Any]:
-    out = run_cli(root, *args, "--json")
-    assert out.returncode == code, f"memidex {' '.join(args)} -> {out.returncode}\n{out.stderr}"
-    assert "Traceback" not in out.stderr
-    data: dict[str, Any] = json.loads(out.stdout)
-    return data
-
-
-def example(name: str) -> Path:
-    return EXAMPLES / f"{name}.json"
-
-
-def records(root: Path) -> dict[str, bytes]:
-    """Every record file's bytes, by path under records/."""
-    base = root / RECORDS
-    return {p.relative_to(base).as_posix(): p.read_bytes() for p in sorted(base.rglob("*.md"))}
-
-
-def snapshot(root: Path) -> dict[str, bytes]:
-    """Every file under the repository (but .git), by relative path."""
-    out = {}
-    for p in sorted(root.rglob("*")):
-        rel = p.relative_to(root)
-        if rel.parts[0] == ".git" or not p.is_file():
-            continue
-        out[rel.as_posix()] = p.read_bytes()
-    return out
-
-
-def changed(before: dict[str, bytes], after: dict[str, bytes]) -> list[str]:
-    return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
-
-
-def load(root: Path, rid: str) -> Record:
-    kind = rid.split("-", 1)[0]
-    path = root / RECORDS / kind / f"{rid}.md"
-    return parse_record_bytes(path.read_bytes(), path.name)
-
-
-def all_records(root: Path) -> list[Record]:
-    return [load(root, Path(rel).stem) for rel in records(root)]
-
-
-def fact_id(anchor: str, aspect: str, product: str = PRODUCT, **scope: str) -> str:
-    return record_id("fact", anchor, product, {"aspect": aspect, **scope})
-
-
-def ops(result: dict[str, Any]) -> dict[str, str]:
-    """record id -> op of an ingest result."""
-    return {c["id"]: c["op"] for c in result["changes"]}
-
-
-def error_lines(stderr: str) -> list[str]:
-    return [ln for ln in stderr.splitlines() if ln.startswith("error:")]
-
-
-def validate(doc: Any, schema: str) -> None:
-    import jsonschema
-
-    spec = json.loads((SCHEMAS / f"{schema}.schema.json").read_text(encoding="utf-8"))
-    jsonschema.validate(doc, spec, cls=jsonschema.Draft202012Validator)
-
-
-def set_config(root: Path, extra: str) -> None:
-    (root / "memidex.toml").write_text(f'product = "{PRODUCT}"\n{extra}', encoding="utf-8")
-
-
-# Runs used by several tests: a checkout test (a button and a checkbox) and a search test.
-def checkout(run_id: str, *, build: str = "v1", place_order: str = "disabled",
-             ci: bool | None = None, search: str = "pass") -> dict[str, Any]:
-    kind = "assert-disabled" if place_order == "disabled" else "assert-enabled"
-    tests = [a_test("checkout", [
-        step(0, "el:button:place-order", f"Place order ({place_order})", kind=kind,
-             anchors=("page:/checkout",)),
-        step(1, "el:checkbox:terms", "I accept the terms", kind="assert-checked",
-             anchors=("page:/checkout",)),
-    ])]
-    if search == "pass":
-        tests.append(a_test("search", [step(0, "el:list:suggestions", "8 suggestions after "
-                                            "620 ms", kind="assert-visible",
-                                            anchors=("page:/search",))]))
-    elif search == "flaky":
-        tests.append(a_test("search", [
-            step(0, "el:input:search", "Search", kind="assert-visible", anchors=("page:/",)),
-            step(1, "el:list:suggestions", None, kind="assert-visible", passed=False,
-                 anchors=("page:/search",), error="TimeoutError: Timeout 1000ms exceeded")],
-            verdict="fail", failure={"message": "TimeoutError: Timeout 1000ms exceeded",
-                                     "hint": "flaky", "step": 1}))
-    return a_run(run_id, tests, build=build, ci=ci)
-
-
-PLACE_ORDER = fact_id("el:button:place-order", "enabled")
-TERMS = fact_id("el:checkbox:terms", "checked")
-
 
 # --- a run teaches; the same run again changes nothing -------------------------------------
 
@@ -331,26 +206,6 @@ SECRETS = {"pw": "Zq9#hunter2-PASSWORD-xyz", "token": "sk_live_Vq7Wmx9ZyQ4pLs",
            "host": "internal-db.corp-secret.example"}
 
 
-def _write_secrets(root: Path, secrets: dict[str, str]) -> None:
-    (root / ".agent-qa").mkdir(exist_ok=True)
-    (root / ".agent-qa/secrets.yaml").write_text(
-        "".join(f"{k}: {json.dumps(v)}\n" for k, v in secrets.items()), encoding="utf-8")
-
-
-def _leaks(root: Path, secrets: dict[str, str]) -> list[str]:
-    """Every (file, secret) where a secret's bytes occur in a file under the repository,
-    the secrets file itself aside."""
-    found = []
-    for rel, data in snapshot(root).items():
-        if rel == ".agent-qa/secrets.yaml":
-            continue
-        for name, value in secrets.items():
-            for form in {value.encode("utf-8"), json.dumps(value).strip('"').encode()}:
-                if form in data:
-                    found.append(f"{rel}: {name}")
-    return sorted(set(found))
-
-
 MODEL_SCRIPT = r'''
 import hashlib, json, os, sys
 prompt = sys.stdin.read()
@@ -404,7 +259,7 @@ def _secret_run(run_id: str, build: str) -> dict[str, Any]:
 
 def test_secret_values_appear_in_no_file_under_the_repository(repo: Path,
                                                                tmp_path: Path) -> None:
-    _write_secrets(repo, SECRETS)
+    write_secrets(repo, SECRETS)
     table, log = model_config(tmp_path, echo=SECRETS["token"])  # a model that leaks one
     set_config(repo, table)
     for n, build in ((1, "v1"), (2, "v1"), (3, "v2")):
@@ -422,7 +277,7 @@ def test_secret_values_appear_in_no_file_under_the_repository(repo: Path,
     assert any(k.startswith(".agent-qa/runs/") for k in snap)
     assert any(k.endswith(".sqlite") and "index" in k for k in snap)
     assert any("/queue/" in k for k in snap)
-    assert _leaks(repo, SECRETS) == []
+    assert leaks(repo, SECRETS) == []
     masked = [r for r in all_records(repo) if "[secret:" in r.anchor + r.title + r.body +
               json.dumps([dict(e) for e in r.evidence], default=str)]
     assert masked, "the secrets were not masked into the records"
@@ -432,7 +287,7 @@ def test_a_secret_is_not_recreated_by_collapsing_whitespace(repo: Path) -> None:
     """Masking runs on the raw run; the candidates then collapse runs of whitespace. A
     passphrase the app showed with a double space must not come out whole."""
     secrets = {"phrase": "correct horse battery staple"}
-    _write_secrets(repo, secrets)
+    write_secrets(repo, secrets)
     run = a_run("r-1", [a_test("hint", [
         step(0, "el:label:hint", "Hint: correct  horse\tbattery\n staple", anchors=("page:/",)),
         step(1, "el:label:other", None, passed=False,
@@ -440,7 +295,7 @@ def test_a_secret_is_not_recreated_by_collapsing_whitespace(repo: Path) -> None:
     ], verdict="fail", failure={"message": "AssertionError: expected correct   horse "
                                            "battery staple", "step": 1})])
     cli_json(repo, "runs", "ingest", str(write_run(repo.parent, run)))
-    assert _leaks(repo, secrets) == []
+    assert leaks(repo, secrets) == []
 
 
 # --- determinism and the example series -------------------------------------------------------
@@ -448,22 +303,10 @@ def test_a_secret_is_not_recreated_by_collapsing_whitespace(repo: Path) -> None:
 SERIES = [f"r-{n:04d}" for n in range(51, 61)]
 
 
-def _init_repo(root: Path) -> Path:
-    import subprocess
-
-    from memidex.store.layout import init_repository
-
-    root.mkdir(parents=True)
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    init_repository(root)
-    set_config(root, "")
-    return root
-
-
 def test_two_repositories_that_ingest_the_same_runs_get_the_same_ids_and_bytes(
         tmp_path: Path) -> None:
-    a = _init_repo(tmp_path / "a" / "repo")
-    b = _init_repo(tmp_path / "b" / "deeper" / "repo")
+    a = init_repo(tmp_path / "a" / "repo")
+    b = init_repo(tmp_path / "b" / "deeper" / "repo")
     results = {}
     for root in (a, b):
         results[root] = [ingest(root, example(name)) for name in SERIES]
@@ -520,16 +363,17 @@ def test_the_example_series_teaches_what_docs_runs_md_says(repo: Path) -> None:
     # r-0056: flaky by history (no hint; it passed on v1.4.3 before)
     assert res["r-0056"]["analysis"] == {"search-suggestions": "flaky"}
     assert ops(res["r-0056"])[cautions[0]] == "confirm"
-    # r-0057: an unknown and exactly one contradiction, not a retirement
+    # r-0057: the failed check says what the app shows now (enabled): the fact it
+    # contradicts is superseded at once — the old claim is no longer served — by a
+    # candidate no failure confirms, and the unknown names it
     r57 = res["r-0057"]
     assert r57["analysis"] == {"checkout-happy-path": "app-bug"}
     unknowns = [c for c in r57["changes"] if c["op"] == "unknown"]
     assert len(unknowns) == 1 and unknowns[0].get("contradicts") == [place]
-    assert contradictions["r-0056"] == {} and contradictions["r-0057"] == {place: 1}
-    assert statuses["r-0057"][place] == "active"
-    assert [c["op"] for c in r57["changes"] if c["id"] == place] == []  # not retired
-    # r-0058: the place-order fact superseded from this ordinal
-    assert ops(res["r-0058"])[place] == "supersede" and res["r-0058"]["proposals"] == []
+    assert contradictions["r-0056"] == {} and contradictions["r-0057"] == {}
+    assert ops(r57)[place] == "supersede" and statuses["r-0057"][place] == "candidate"
+    # r-0058: the updated test verifies assert-enabled: a confirmation of the new version
+    assert ops(res["r-0058"])[place] == "confirm" and res["r-0058"]["proposals"] == []
     assert contradictions["r-0060"] == {}  # the new version starts with none
     # r-0059: a confirmation of the new version
     assert ops(res["r-0059"])[place] == "confirm"
@@ -541,9 +385,9 @@ def test_the_example_series_teaches_what_docs_runs_md_says(repo: Path) -> None:
             if s == "active" and statuses["r-0059"].get(rid) != "active"} == set()
     # the end state
     final = load(repo, place)
-    assert final.valid.from_ == 8 and final.evidence[0].observed == "Place order (enabled)"
-    assert final.evidence[0].run == "r-0058"
-    assert [(h.valid.from_, h.valid.until) for h in final.history] == [(1, 8)]
+    assert final.valid.from_ == 7 and final.evidence[0].observed == "Place order (enabled)"
+    assert final.evidence[0].run == "r-0057" and final.status == "active"
+    assert [(h.valid.from_, h.valid.until) for h in final.history] == [(1, 7)]
     sug = load(repo, suggestions)
     assert sug.trust.contradictions == 0 and sug.status == "active"
     assert sug.valid.until is None and not sug.history

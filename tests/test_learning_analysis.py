@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
+from learnkit import PRODUCT, a_run, a_test, fact_id, ingest, load, ops, step
 from memidex.config.tables import LearningSettings
 from memidex.evidence import Run, TestResult, parse_run
 from memidex.learning.analysis import classify
 from memidex.learning.candidates import normalise, project
 from memidex.learning.curator import Context, contradicted, decide, subject_id
 from memidex.records.model import Trust
-from test_learning import PRODUCT, a_run, a_test, fact_id, ingest, load, ops, step
 
 
 def run_of(data: dict[str, Any]) -> Run:
@@ -211,7 +211,7 @@ def _two_runs_same_subject(obs1: str, obs2: str) -> tuple[str, str]:
     keys = []
     for n, obs in ((1, obs1), (2, obs2)):
         run = run_of(a_run(f"r-{n}", [a_test("t", [step(0, "el:list:s", obs,
-                                                        kind="assert-visible")])]))
+                                                        kind="assert-text")])]))
         (fact,) = [c for c in project(run, {}) if c.kind == "fact"]
         keys.append(fact.claim_key)
     return keys[0], keys[1]
@@ -267,9 +267,12 @@ def test_an_app_bug_failure_names_the_fact_its_check_contradicts() -> None:
                                                  kind="assert-visible", passed=False)],
                                       verdict="fail", failure={"message": "expected visible",
                                                                "step": 0})]))
-    (unknown,) = project(run, {"b": "app-bug"})
-    assert unknown.kind == "unknown"
+    found = project(run, {"b": "app-bug"})
+    (unknown,) = [c for c in found if c.kind == "unknown"]
     assert unknown.contradicts == ("fact", "el:list:s", (("aspect", "visible"),))
+    # and what the failed check saw: the element's state now, never a confirmed belief
+    (seen,) = [c for c in found if c.kind == "fact"]
+    assert seen.from_failure and seen.claim == "assert-hidden"
 
 
 def _fact_run(run_id: str, *, failing_kind: str | None = None, build: str = "v1",
@@ -362,10 +365,10 @@ def test_curator_evidence_is_capped_and_counted() -> None:
 
 
 def test_curator_supersedes_with_a_closed_window() -> None:
-    r = decide(_fact(1, "8 items"), None, _ctx(1)).record
-    r = decide(_fact(2, "8 items"), r, _ctx(2)).record
+    r = decide(_fact(1, "8 items", "assert-text"), None, _ctx(1)).record
+    r = decide(_fact(2, "8 items", "assert-text"), r, _ctx(2)).record
     assert r is not None and r.status == "active"
-    d = decide(_fact(5, "3 items"), r, _ctx(5))
+    d = decide(_fact(5, "3 items", "assert-text"), r, _ctx(5))
     assert d.op == "supersede" and d.record is not None
     new = d.record
     assert new.id == r.id and new.valid.from_ == 5 and new.valid.until is None
@@ -374,8 +377,8 @@ def test_curator_supersedes_with_a_closed_window() -> None:
     assert (h.valid.from_, h.valid.until, h.title, h.body) == (1, 5, r.title, r.body)
     assert [e.run for e in new.evidence] == ["r-5"]
     # a run at or before the current version's start cannot supersede it
-    assert decide(_fact(5, "9 items"), new, _ctx(5)).op == "noop"
-    assert decide(_fact(4, "9 items"), new, _ctx(4)).op == "noop"
+    assert decide(_fact(5, "9 items", "assert-text"), new, _ctx(5)).op == "noop"
+    assert decide(_fact(4, "9 items", "assert-text"), new, _ctx(4)).op == "noop"
 
 
 @pytest.mark.parametrize("status", ["quarantined", "deprecated", "superseded"])
@@ -391,12 +394,14 @@ def test_contradicted_only_by_the_check_the_fact_was_learned_from() -> None:
     assert fact is not None
     same = run_of(a_run("r-2", [a_test("t", [step(0, "el:list:s", None, kind="assert-visible",
                                                   passed=False)], verdict="fail")]))
-    (unknown,) = project(same, {"t": "app-bug"})
-    hit = contradicted(fact, unknown, _ctx(2))
-    assert hit is not None and hit.trust.contradictions == 1
+    (unknown,) = [c for c in project(same, {"t": "app-bug"}) if c.kind == "unknown"]
+    found = contradicted(fact, unknown, _ctx(2))
+    assert found is not None and found[1] == "contradict"
+    hit = found[0]
+    assert hit.trust.contradictions == 1
     assert (hit.status, hit.valid, hit.title, hit.evidence) == \
         (fact.status, fact.valid, fact.title, fact.evidence)
     other = run_of(a_run("r-2", [a_test("t", [step(0, "el:list:s", None, kind="assert-text",
                                                    passed=False)], verdict="fail")]))
-    (unknown2,) = project(other, {"t": "app-bug"})
+    (unknown2,) = [c for c in project(other, {"t": "app-bug"}) if c.kind == "unknown"]
     assert contradicted(fact, unknown2, _ctx(2)) is None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,7 +23,7 @@ from typing import Any
 import pytest
 
 from conftest import run_cli
-from test_learning import (
+from learnkit import (
     EXAMPLES,
     PLACE_ORDER,
     a_run,
@@ -187,9 +188,9 @@ def big_run(run_id: str, *, build: str, variant: int = 0) -> dict[str, Any]:
 
 
 def _init(root: Path) -> Path:
-    from test_learning import _init_repo
+    from learnkit import init_repo
 
-    return _init_repo(root)
+    return init_repo(root)
 
 
 def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_bytes(
@@ -203,17 +204,27 @@ def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_bytes(
     cli_json(a, "runs", "ingest", str(second))
     full = time.monotonic() - t0
     rng = random.Random(20261130)
+    pristine = tmp_path / "b-pristine"
+    shutil.copytree(b.parent, pristine, symlinks=True)
     kills = 0
-    for _ in range(10):  # until four kills landed, or an attempt finished the ingest
+    upper = max(0.3, 0.8 * full)
+    for _ in range(40):  # until four kills landed, or an attempt finished the ingest
         proc = subprocess.Popen([sys.executable, "-m", "memidex", "--root", str(b), "runs",
                                  "ingest", str(second)], cwd=b, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE)
-        time.sleep(rng.uniform(0.05, max(0.3, 0.8 * full)))
+        time.sleep(rng.uniform(0.05, upper))
         proc.send_signal(signal.SIGKILL)
         _out, err = proc.communicate()
         assert b"Traceback" not in err, err.decode()
         if proc.returncode == 0:
-            break  # this attempt finished what the killed ones began
+            if kills >= 2:
+                break  # this attempt finished what the killed ones began
+            # finished before two kills landed (a fast machine, a slow clock): start over
+            # from the state before the ingest, killing sooner
+            shutil.rmtree(b.parent)
+            shutil.copytree(pristine, b.parent, symlinks=True)
+            kills, upper = 0, max(0.06, upper * 0.7)
+            continue
         assert proc.returncode == -signal.SIGKILL, err.decode()
         kills += 1
         if kills == 4:
@@ -388,10 +399,12 @@ def test_a_supersession_with_a_model_is_not_held_for_its_wording(repo: Path,
     new version of a model-worded record is not 'rewriting more than 80%' merely because
     the template body differs from the model's wording."""
     _model(repo, tmp_path / "model")
-    for n in range(51, 58):
+    for n in range(51, 57):
         ingest(repo, EXAMPLES / f"r-{n:04d}.json")
-    out = ingest(repo, EXAMPLES / "r-0058.json")  # the app changed: supersessions
-    superseded = [c["id"] for c in out["changes"] if c["op"] == "supersede"]
+    superseded = []
+    for n in (57, 58):  # the app changed: supersessions (the failed check's, then the rest)
+        out = ingest(repo, EXAMPLES / f"r-{n:04d}.json")
+        superseded += [c["id"] for c in out["changes"] if c["op"] == "supersede"]
     held = cli_json(repo, "knowledge", "proposals")["proposals"]
     assert [(p["record_id"], p["reason"]) for p in held] == []
     assert PLACE_ORDER in superseded and len(superseded) == 3

@@ -17,19 +17,19 @@ import random
 from pathlib import Path
 from typing import Any
 
-from memidex.learning.candidates import normalise
-from memidex.masking import Masker
-from test_learning import (
+from learnkit import (
     RECORDS,
-    _init_repo,
-    _leaks,
-    _write_secrets,
     a_run,
     a_test,
     all_records,
     ingest,
+    init_repo,
+    leaks,
     step,
+    write_secrets,
 )
+from memidex.learning.candidates import normalise
+from memidex.masking import Masker
 
 SECRETS = {"api_key": "AKIAZ9SIMULATEDKEY77", "pw": "s1mulated-Passw0rd!"}
 HOSTILE = [
@@ -107,8 +107,8 @@ def _current_claim(evidence: Any) -> str | None:
 
 def test_many_runs_of_a_changing_app_keep_what_is_served_true(tmp_path: Path) -> None:
     rng = random.Random(1130)
-    repo = _init_repo(tmp_path / "repo")
-    _write_secrets(repo, SECRETS)
+    repo = init_repo(tmp_path / "repo")
+    write_secrets(repo, SECRETS)
     masker = Masker.load(repo / ".agent-qa/secrets.yaml")
     truths = _truths(rng)
     n = 0
@@ -134,9 +134,9 @@ def test_many_runs_of_a_changing_app_keep_what_is_served_true(tmp_path: Path) ->
                     "active facts are stale: "
                     + ", ".join(r.anchor for r in active if r not in true))
             if n % 10 == 0:
-                assert _leaks(repo, SECRETS) == []
+                assert leaks(repo, SECRETS) == []
     assert served_total > 100 and served_true / served_total >= 0.97
-    assert _leaks(repo, SECRETS) == []
+    assert leaks(repo, SECRETS) == []
     # the run teaches cautions and raises unknowns along the way, and nothing it
     # learned is a record that does not load back
     kinds = {p.parent.name for p in (repo / RECORDS).rglob("*.md")}

@@ -1,6 +1,6 @@
-"""The same app-bug failure in two runs: the second confirms the unknown it raised and
-counts one more contradiction on the fact (it once lost the unknown's content hash and
-refused to write, exit 3)."""
+"""The same app-bug failure in two runs: the second confirms the unknown it raised (it
+once lost the unknown's content hash and refused to write, exit 3), and the fact the
+first one closed stays closed: a failure never confirms what it observed."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ def test_a_repeated_app_bug_confirms_its_unknown_and_counts_again(repo: Path) ->
     for name in ("r-0051", "r-0052", "r-0057"):
         _json(repo, "runs", "ingest", str(RUNS / f"{name}.json"))
     fact = _json(repo, "knowledge", "show", FACT)
-    assert fact["trust"]["contradictions"] == 1
+    assert fact["status"] == "candidate" and fact["trust"]["confirmations"] == 0
+    assert fact["valid"]["from"] == 3 and fact["history"][-1]["valid"]["until"] == 3
     again = json.loads((RUNS / "r-0057.json").read_text(encoding="utf-8"))
     again["run_id"] = "r-0057b"
     path = repo / "r-0057b.json"
@@ -32,7 +33,8 @@ def test_a_repeated_app_bug_confirms_its_unknown_and_counts_again(repo: Path) ->
     assert ops[UNKNOWN]["op"] == "unknown" and ops[UNKNOWN]["contradicts"] == [FACT]
     unknown = _json(repo, "knowledge", "show", UNKNOWN)
     assert unknown["trust"]["confirmations"] == 2
-    assert _json(repo, "knowledge", "show", FACT)["trust"]["contradictions"] == 2
+    again_fact = _json(repo, "knowledge", "show", FACT)
+    assert again_fact["trust"] == fact["trust"] and again_fact["valid"] == fact["valid"]
 
 
 def test_a_symlinked_run_store_is_refused_and_nothing_lands_outside(repo: Path,

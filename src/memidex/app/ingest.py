@@ -171,14 +171,15 @@ def ingest_job(session: WriterSession, job: Mapping[str, Any], *, config: Config
     frozen = runs.get(run.run_id)
     resumed = frozen is not None
     if frozen is None:
-        causes = analyse(run, tests.tests, model=config.model, ask=ask, notes=notes)
+        why: dict[str, str] = {}
+        causes = analyse(run, tests.tests, model=config.model, ask=ask, notes=notes, why=why)
         done_runs = {rid for rid in counters.product(run.product).pending
                      if rid != run.run_id and runs.path(rid).exists()}
         counters, n = counters.settle(run.product, done_runs).reserve(
             run.product, run.run_id, floor=floor, build_tag=run.build_tag)
         counters.save(state)  # before the freeze: a kill never hands n to another run
         frozen = FrozenRun(run=run, ordinal=n, digest=digest, analysis=causes,
-                           path=runs.path(run.run_id))
+                           path=runs.path(run.run_id), why=why)
         runs.freeze(frozen, state)
     else:
         pc = counters.product(run.product)
@@ -189,11 +190,12 @@ def ingest_job(session: WriterSession, job: Mapping[str, Any], *, config: Config
             counters.save(state)
     n = frozen.ordinal
     source = StoreSource(store)
+    newer = _build_order(runs, run, counters.product(run.product).builds)
 
     def plan() -> IngestPlan:
         return plan_run(run, n, frozen.analysis, tests.tests, source, config.learning,
                         mask=masker.mask_record, mask_text=masker.mask, model=config.model,
-                        ask=ask, progress=progress)
+                        ask=ask, progress=progress, why=frozen.why, newer_build=newer)
 
     landed = resumed and any(e.landed for e in session.ledger.for_run(run.run_id))
     the_plan: IngestPlan | None
@@ -242,6 +244,32 @@ def ingest_job(session: WriterSession, job: Mapping[str, Any], *, config: Config
                         notes=all_notes).to_json()
 
 
+def _build_order(runs: RunStore, run: Run, builds: Mapping[str, int]
+                 ) -> Callable[[Any], str | None] | None:
+    """For a run of an older build than the product's newest (build tags are ordered by
+    their first ordinal): which newer build last confirmed a record, if any — so the
+    run never rewrites what that build confirmed. None for a run of the newest build
+    (the common case: nothing to read)."""
+    if run.build_tag is None or run.build_tag not in builds:
+        return None
+    mine = builds[run.build_tag]
+    if mine >= max(builds.values()):
+        return None
+    tag_of = {r.run_id: r.build_tag for r in runs.results(run.product)
+              if r.build_tag is not None and not r.rolled_back}
+
+    def newer(record: Any) -> str | None:
+        best: tuple[int, str] | None = None
+        for e in record.evidence:
+            tag = tag_of.get(e.run) if e.run else None
+            rank = builds.get(tag, -1) if tag is not None else -1
+            if tag is not None and rank > mine and (best is None or rank > best[0]):
+                best = (rank, tag)
+        return best[1] if best is not None else None
+
+    return newer
+
+
 def _run_of(value: Any) -> Run:
     """The run a job carries: the object itself, or its JSON (from the daemon's inbox:
     validated again, it is a file on disk)."""
@@ -276,7 +304,7 @@ def refold(config: Config, product: str, session: WriterSession) -> int:
         run = build_run(raw["run"])
         analysis = raw.get("analysis") or {}
         count_missing(tests, run, config.learning.deprecate_after_runs, set())
-        fold_run(tests, run, result.ordinal, project(run, analysis))
+        fold_run(tests, run, result.ordinal, project(run, analysis, raw.get("why")), analysis)
         last = max(last, result.ordinal)
         folded += 1
     tests_file = TestsFile(config, product)

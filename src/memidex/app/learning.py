@@ -43,7 +43,7 @@ __all__ = ["DIFF_OPS", "PROPOSAL", "ROLLBACK", "Learning"]
 ROLLBACK = "rollback"
 PROPOSAL = "proposal"
 DIFF_OPS = {"add": "added", "unknown": "added", "confirm": "confirmed",
-            "supersede": "superseded", "deprecate": "deprecated"}
+            "supersede": "superseded", "deprecate": "deprecated", "resolve": "resolved"}
 """How a run's change ops read in ``knowledge diff``: a raised unknown is an addition."""
 
 Progress = Callable[[int, int], None]

@@ -261,12 +261,13 @@ class DiffReport:
     confirmed: tuple[str, ...] = ()
     superseded: tuple[str, ...] = ()
     deprecated: tuple[str, ...] = ()
+    resolved: tuple[str, ...] = ()  # unknowns whose test passed again
 
     def to_json(self) -> dict[str, Any]:
         return {"tag": self.tag, "product": self.product, "since_ordinal": self.since_ordinal,
                 "runs": list(self.runs), "added": list(self.added),
                 "confirmed": list(self.confirmed), "superseded": list(self.superseded),
-                "deprecated": list(self.deprecated)}
+                "deprecated": list(self.deprecated), "resolved": list(self.resolved)}
 
 
 @dataclass(frozen=True)

@@ -79,6 +79,8 @@ _INTS = {
     "evidence_max": (5, 1),
     "deprecate_after_runs": (3, 1),
     "max_rewrites": (20, 0),
+    "resolve_after_runs": (2, 1),
+    "retire_after_failures": (2, 1),
 }
 
 
@@ -94,6 +96,11 @@ class LearningSettings:
     """More supersessions and deprecations than this in one run become proposals."""
     max_body_change: float = 0.8
     """A supersession that changes more than this share of the body becomes a proposal."""
+    resolve_after_runs: int = 2
+    """An unknown is resolved after its test passed this many runs in a row on its anchor."""
+    retire_after_failures: int = 2
+    """A fact whose element a failing check no longer finds is retired after this many
+    such failures (none of them flaky or environmental)."""
     promotion: PromotionPolicy = field(default_factory=PromotionPolicy)
 
     @classmethod

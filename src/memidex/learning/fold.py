@@ -13,11 +13,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memidex.evidence import Run
+from memidex.evidence import Run, TestResult
 from memidex.learning.candidates import Candidate
 from memidex.records.ids import record_id
 
-__all__ = ["MAX_PASSED_BUILDS", "TestState", "copy_states", "count_missing", "fold_run"]
+__all__ = ["MAX_PASSED_BUILDS", "TestState", "copy_states", "count_missing", "count_resolved",
+           "fold_run", "reached"]
 
 MAX_PASSED_BUILDS = 20
 
@@ -34,12 +35,27 @@ class TestState:
     passed_builds: list[str] = field(default_factory=list)  # newest last, at most 20
     taught: dict[str, str] = field(default_factory=dict)  # fact id -> its main anchor
     missing: dict[str, int] = field(default_factory=dict)  # fact id -> passing runs missed
+    raised: dict[str, list[Any]] = field(default_factory=dict)
+    """unknown id -> [its main anchor, passing runs in a row since it was raised]"""
+    last_cause: str | None = None
+    """The root cause of its last run's failure (None: it passed)."""
+    recent: dict[str, list[str]] = field(default_factory=dict)
+    """The anchors of its last run (``"anchors"``): what the brief matches on — a test that
+    moved on from an element no longer drags that element's records along."""
 
     def as_dict(self) -> dict[str, Any]:
-        return {"anchors": sorted(self.anchors), "last_ordinal": self.last_ordinal,
-                "runs": self.runs, "passed_builds": list(self.passed_builds),
-                "taught": dict(sorted(self.taught.items())),
-                "missing": dict(sorted(self.missing.items()))}
+        out: dict[str, Any] = {
+            "anchors": sorted(self.anchors), "last_ordinal": self.last_ordinal,
+            "runs": self.runs, "passed_builds": list(self.passed_builds),
+            "taught": dict(sorted(self.taught.items())),
+            "missing": dict(sorted(self.missing.items()))}
+        if self.raised:
+            out["raised"] = {k: list(v) for k, v in sorted(self.raised.items())}
+        if self.last_cause is not None:
+            out["last_cause"] = self.last_cause
+        if self.recent:
+            out["recent"] = {k: sorted(v) for k, v in sorted(self.recent.items())}
+        return out
 
     @classmethod
     def from_dict(cls, entry: Mapping[str, Any]) -> TestState:
@@ -49,15 +65,33 @@ class TestState:
             runs=int(entry.get("runs") or 0),
             passed_builds=[str(b) for b in entry.get("passed_builds") or ()],
             taught={str(k): str(v) for k, v in (entry.get("taught") or {}).items()},
-            missing={str(k): int(v) for k, v in (entry.get("missing") or {}).items()})
+            missing={str(k): int(v) for k, v in (entry.get("missing") or {}).items()},
+            raised={str(k): [str(v[0]), int(v[1])]
+                    for k, v in (entry.get("raised") or {}).items()},
+            last_cause=entry.get("last_cause"),
+            recent={str(k): [str(a) for a in v]
+                    for k, v in (entry.get("recent") or {}).items()})
 
 
 def copy_states(tests: Mapping[str, TestState]) -> dict[str, TestState]:
     """A deep copy, so a plan can fold into it and leave the loaded states as they were."""
     return {k: TestState(anchors=set(v.anchors), last_ordinal=v.last_ordinal, runs=v.runs,
                          passed_builds=list(v.passed_builds), taught=dict(v.taught),
-                         missing=dict(v.missing))
+                         missing=dict(v.missing),
+                         raised={r: list(x) for r, x in v.raised.items()},
+                         last_cause=v.last_cause,
+                         recent={r: list(x) for r, x in v.recent.items()})
             for k, v in tests.items()}
+
+
+def reached(test: TestResult) -> set[str]:
+    """Every anchor a test's run reached: its own, its steps' and their targets."""
+    seen = {f"test:{test.test_id}", *test.anchors}
+    for s in test.steps:
+        seen.update(s.anchors)
+        if s.target:
+            seen.add(s.target)
+    return seen
 
 
 def count_missing(tests: dict[str, TestState], run: Run, after: int,
@@ -73,11 +107,7 @@ def count_missing(tests: dict[str, TestState], run: Run, after: int,
         state = tests.get(test.test_id)
         if state is None or not state.taught:
             continue
-        seen = {f"test:{test.test_id}", *test.anchors}
-        for s in test.steps:
-            seen.update(s.anchors)
-            if s.target:
-                seen.add(s.target)
+        seen = reached(test)
         for rid, anchor in sorted(state.taught.items()):
             if anchor in seen:
                 state.missing.pop(rid, None)
@@ -92,25 +122,67 @@ def count_missing(tests: dict[str, TestState], run: Run, after: int,
     return due
 
 
+def count_resolved(tests: dict[str, TestState], run: Run, after: int,
+                   touched: set[str]) -> list[str]:
+    """For each test of ``run``: the unknowns it raised count one more passing run in a
+    row when it passed (the test that failed on the anchor passes again: whatever broke
+    it no longer does; a failure starts the count again); the ids of those that reach
+    ``after`` are returned (and no longer tracked) — unless the run itself changes them.
+    Updates ``tests`` in place."""
+    due: list[str] = []
+    for test in run.tests:
+        state = tests.get(test.test_id)
+        if state is None or not state.raised:
+            continue
+        if test.verdict != "pass":
+            if test.verdict in ("fail", "error"):
+                for entry in state.raised.values():
+                    entry[1] = 0
+            continue
+        for rid, entry in sorted(state.raised.items()):
+            entry[1] = int(entry[1]) + 1
+            if entry[1] >= after and rid not in touched:
+                state.raised.pop(rid)
+                due.append(rid)
+    return due
+
+
 def fold_run(tests: dict[str, TestState], run: Run, n: int,
-             candidates: Sequence[Candidate]) -> None:
+             candidates: Sequence[Candidate],
+             causes: Mapping[str, str] | None = None) -> None:
     """Fold run ``n`` into the tests' states: each test's anchors, last ordinal, run
-    count, the builds it passed on, the facts it taught. Updates ``tests`` in place."""
+    count, the builds it passed on, the facts it taught, the unknowns it raised and how
+    its run ended (``causes``: the run's analysis). Updates ``tests`` in place."""
     taught: dict[str, dict[str, str]] = {}
+    raised: dict[str, dict[str, str]] = {}
     for c in candidates:
-        if c.kind == "fact":
-            rid = record_id(c.kind, c.anchor, run.product, dict(c.scope))
+        rid = record_id(c.kind, c.anchor, run.product, dict(c.scope))
+        if c.kind == "fact" and not c.from_failure and not c.held:
             taught.setdefault(c.test_id, {})[rid] = c.anchor
+        elif c.kind == "unknown":
+            raised.setdefault(c.test_id, {})[rid] = c.anchor
     for test in run.tests:
         state = tests.setdefault(test.test_id, TestState())
-        state.anchors.update(test.anchors)
-        for s in test.steps:
-            state.anchors.update(s.anchors)
-            if s.target:
-                state.anchors.add(s.target)
+        mine = reached(test) - {f"test:{test.test_id}"}
+        state.anchors.update(mine)
+        if test.verdict == "pass":
+            state.recent = {"anchors": sorted(mine)}
+        elif test.verdict != "skip":  # a failure stops early: it keeps what it reached before
+            state.recent = {"anchors": sorted(mine | set(state.recent.get("anchors", ())))}
         state.last_ordinal = max(state.last_ordinal, n)
         state.runs += 1
         if test.verdict == "pass" and run.build_tag:
             builds = [b for b in state.passed_builds if b != run.build_tag]
             state.passed_builds = [*builds, run.build_tag][-MAX_PASSED_BUILDS:]
         state.taught.update(taught.get(test.test_id, {}))
+        for rid, anchor in raised.get(test.test_id, {}).items():
+            state.raised[rid] = [anchor, 0]
+        if test.verdict != "skip":
+            state.last_cause = (causes or {}).get(test.test_id)
+            # the facts it taught that its failing run (an app's or the test's fault) no
+            # longer reached: not served while it fails (they may be what broke)
+            state.recent["suspended"] = sorted(
+                rid for rid, anchor in state.taught.items() if anchor not in mine
+            ) if state.last_cause in ("app-bug", "unknown", "test-bug") else []
+            if not state.recent["suspended"]:
+                del state.recent["suspended"]

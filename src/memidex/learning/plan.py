@@ -22,10 +22,16 @@ from typing import Any, Protocol
 from memidex.config.tables import LearningSettings, ModelSettings
 from memidex.evidence import Run
 from memidex.learning import checks
-from memidex.learning.analysis import classify, error_text
+from memidex.learning.analysis import classify_run, error_text
 from memidex.learning.candidates import Candidate, project
 from memidex.learning.curator import Context, Decision, claim_of, contradicted, decide, subject_id
-from memidex.learning.fold import TestState, copy_states, count_missing, fold_run
+from memidex.learning.fold import (
+    TestState,
+    copy_states,
+    count_missing,
+    count_resolved,
+    fold_run,
+)
 from memidex.records.codec import dump_record
 from memidex.records.ids import record_id
 from memidex.records.model import Record
@@ -117,19 +123,21 @@ class IngestPlan:
 # --- analysis --------------------------------------------------------------------------
 
 def analyse(run: Run, tests: Mapping[str, TestState], *, model: ModelSettings,
-            ask: Asker | None = None, notes: list[str] | None = None) -> dict[str, str]:
+            ask: Asker | None = None, notes: list[str] | None = None,
+            why: dict[str, str] | None = None) -> dict[str, str]:
     """Each failing test's root cause: the rules (:func:`memidex.learning.analysis
-    .classify`, with each test's history), then the model for what they leave
-    ``unknown`` (when one is configured and ``ask`` is given)."""
+    .classify_run`, with each test's history and the run's own environmental failures),
+    then the model for what they leave ``unknown`` (when one is configured and ``ask`` is
+    given). ``why``: filled with the reason of each correlated cause."""
     from memidex.learning.adapter import ModelAnswerError, classify_prompt, parse_cause
 
+    history = {t: s.passed_builds for t, s in tests.items()}
+    endpoints = {t: s.anchors for t, s in tests.items()}
     causes: dict[str, str] = {}
-    for test in run.tests:
-        state = tests.get(test.test_id)
-        cause = classify(test, passed_on_build=state.passed_builds if state else (),
-                         build_tag=run.build_tag)
-        if cause is not None:
-            causes[test.test_id] = cause.cause
+    for test_id, cause in classify_run(run, history, endpoints).items():
+        causes[test_id] = cause.cause
+        if cause.why and why is not None:
+            why[test_id] = cause.why
     if not model.enabled or ask is None:
         return causes
     for test in run.tests:
@@ -154,15 +162,17 @@ def plan_run(run: Run, ordinal: int, analysis: Mapping[str, str],
              settings: LearningSettings, *, mask: Callable[[Record], Record],
              mask_text: Callable[[str], str] = lambda t: t,
              model: ModelSettings = _NO_MODEL, ask: Asker | None = None,
-             progress: Progress | None = None) -> IngestPlan:
+             progress: Progress | None = None,
+             why: Mapping[str, str] | None = None,
+             newer_build: Callable[[Record], str | None] | None = None) -> IngestPlan:
     """The plan for run ``run`` at ``ordinal`` (its ``analysis`` frozen with it).
 
     ``mask`` masks every string a record stores (normalising app text can rebuild a
     secret the run's masking split); ``mask_text`` masks a model's wording."""
     n = ordinal
-    ctx = Context(run.run_id, n, run.ci, run.product, settings)
+    ctx = Context(run.run_id, n, run.ci, run.product, settings, newer_build)
     plan = IngestPlan(tests=copy_states(tests))
-    candidates = project(run, analysis)
+    candidates = project(run, analysis, why)
     total = len(candidates)
     touched: dict[str, Decision] = {}
     held: dict[str, str] = {}  # record id -> why it is a proposal
@@ -174,6 +184,8 @@ def plan_run(run: Run, ordinal: int, analysis: Mapping[str, str],
             continue
         existing = stored.record
         d = decide(c, existing, ctx)
+        if d.note and (c.held or d.note.startswith("build ")):
+            plan.notes.append(f"{rid}: {d.note}")
         if d.record is not None:
             d = replace(d, record=mask(d.record))
         if d.record is not None and model.enabled and ask is not None and (
@@ -191,7 +203,8 @@ def plan_run(run: Run, ordinal: int, analysis: Mapping[str, str],
             _contradict(c, ctx, touched, d, source)
         if progress is not None:
             progress(i + 1, total)
-    _deprecations(run, n, plan, touched, source, settings)
+    _deprecations(run, n, plan, touched, source, settings, newer_build)
+    _resolutions(run, n, plan, touched, source, settings)
     for rid, reason in checks.too_many_rewrites(touched, settings).items():
         held.setdefault(rid, reason)
     for rid, reason in checks.missing_citations(touched, source.exists).items():
@@ -209,7 +222,7 @@ def plan_run(run: Run, ordinal: int, analysis: Mapping[str, str],
                 expected=d.expected, text=dump_record(d.record)))
         else:
             plan.decisions.append(d)
-    fold_run(plan.tests, run, n, candidates)
+    fold_run(plan.tests, run, n, candidates, analysis)
     return plan
 
 
@@ -231,8 +244,9 @@ def _reword(run_id: str, c: Candidate, record: Record, ask: Asker,
 
 def _contradict(c: Candidate, ctx: Context, touched: dict[str, Decision], d: Decision,
                 source: RecordSource) -> None:
-    """The fact a failed check contradicts gets one more contradiction, and the unknown
-    names it in ``relations.contradicts``."""
+    """The fact a failed check contradicts gets one more contradiction (or is retired,
+    its element gone), and the unknown names it in ``relations.contradicts`` — also when
+    the failure's own observation already closed it."""
     assert c.contradicts is not None and d.record is not None
     kind, anchor, scope = c.contradicts
     fid = record_id(kind, anchor, ctx.product, dict(scope))
@@ -246,25 +260,46 @@ def _contradict(c: Candidate, ctx: Context, touched: dict[str, Decision], d: Dec
         fact = disk
     if fact is None:
         return
+    rel = d.record.relations
+    link = replace(d, record=replace(d.record, relations=replace(
+        rel, contradicts=tuple(sorted({*rel.contradicts, fid})))))
+    if prior is not None and prior.op == "supersede" and fact.trust.confirmations == 0:
+        touched[d.id] = link  # the failure's own observation closed the fact: linked
+        return
     hit = contradicted(fact, c, ctx)
     if hit is None:
         return
-    op = prior.op if prior is not None else "contradict"  # written, listed with the unknown
-    touched[fid] = Decision(op, fid, hit, disk, expected=sha)
-    rel = d.record.relations
-    touched[d.id] = replace(d, record=replace(d.record, relations=replace(
-        rel, contradicts=tuple(sorted({*rel.contradicts, fid})))))
+    record, how = hit
+    # written, and listed with the unknown (or as the deprecation it is)
+    op = prior.op if prior is not None else how
+    touched[fid] = Decision(op, fid, record, disk, expected=sha)
+    touched[d.id] = link
 
 
 def _deprecations(run: Run, n: int, plan: IngestPlan, touched: dict[str, Decision],
-                  source: RecordSource, settings: LearningSettings) -> None:
+                  source: RecordSource, settings: LearningSettings,
+                  newer_build: Callable[[Record], str | None] | None) -> None:
     """Facts a passing test taught whose anchor its latest passing runs no longer reach:
     deprecated after ``deprecate_after_runs`` such runs (:func:`count_missing`)."""
     for rid in count_missing(plan.tests, run, settings.deprecate_after_runs, set(touched)):
         stored = source.read("fact", rid)
         record = stored.record
         if record is None or record.status not in ("candidate", "active") or \
-                n <= record.valid.from_:
+                n <= record.valid.from_ or (newer_build and newer_build(record)):
             continue
         touched[rid] = Decision("deprecate", rid, deprecate(record, n), record,
+                                expected=stored.sha)
+
+
+def _resolutions(run: Run, n: int, plan: IngestPlan, touched: dict[str, Decision],
+                 source: RecordSource, settings: LearningSettings) -> None:
+    """Unknowns whose test passed again on their anchor ``resolve_after_runs`` runs in a
+    row (:func:`count_resolved`): resolved — deprecated, no longer served."""
+    for rid in count_resolved(plan.tests, run, settings.resolve_after_runs, set(touched)):
+        stored = source.read("unknown", rid)
+        record = stored.record
+        if record is None or record.status not in ("candidate", "active") or \
+                n <= record.valid.from_:
+            continue
+        touched[rid] = Decision("resolve", rid, deprecate(record, n), record,
                                 expected=stored.sha)

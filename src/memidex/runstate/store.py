@@ -49,6 +49,7 @@ class FrozenRun:
     digest: str
     analysis: Mapping[str, str]  # test id -> root cause, for every failing test
     path: Path
+    why: Mapping[str, str] = field(default_factory=dict)  # test id -> why (a correlated cause)
 
     @property
     def run_id(self) -> str:
@@ -58,6 +59,7 @@ class FrozenRun:
         return {"version": VERSION, "run_id": self.run.run_id, "product": self.run.product,
                 "ordinal": self.ordinal, "build_tag": self.run.build_tag, "ci": self.run.ci,
                 "digest": self.digest, "analysis": dict(sorted(self.analysis.items())),
+                **({"why": dict(sorted(self.why.items()))} if self.why else {}),
                 "run": self.run.as_dict()}
 
 
@@ -132,7 +134,8 @@ class RunStore:
             data = json.loads(raw)
             run = parse_run(json.dumps(data["run"]).encode("utf-8"), source=str(path))
             return FrozenRun(run=run, ordinal=int(data["ordinal"]), digest=str(data["digest"]),
-                             analysis=dict(data.get("analysis") or {}), path=path)
+                             analysis=dict(data.get("analysis") or {}), path=path,
+                             why={str(k): str(v) for k, v in (data.get("why") or {}).items()})
         except (ValueError, KeyError, TypeError, RecursionError) as exc:
             raise StateDamagedError(f"{path}: the frozen run cannot be read ({exc})",
                                     hint="it is local state: move it aside and ingest the "

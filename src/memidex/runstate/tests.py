@@ -80,20 +80,55 @@ class TestsFile:
         writer.put(self.path, dump_json(data, indent=1))
 
     def test_anchors(self, test_id: str) -> tuple[str, ...]:
-        """The anchors ``test_id`` touched in its past runs (sorted; empty if unknown).
-        The file is read again only when its size or modification time changed (a
-        long-lived process — the MCP server — briefs many tests)."""
+        """The anchors ``test_id`` reached in its latest runs (its last passing run, and
+        what failing runs since reached; sorted; empty if unknown) — a test that moved on
+        from an element no longer brings its records. The file is read again only when
+        its size or modification time changed (a long-lived process — the MCP server —
+        briefs many tests)."""
+        return self._view().anchors.get(test_id, ())
+
+    def serving(self) -> Serving:
+        """What the tests' states say about serving (:class:`Serving`)."""
+        return self._view()
+
+    def _view(self) -> Serving:
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
-            return ()
+            return Serving()
         key = (str(self.path), st.st_size, st.st_mtime_ns)
-        cached = _ANCHORS.get(str(self.path))
+        cached = _VIEWS.get(str(self.path))
         if cached is None or cached[0] != key:
-            anchors = {t: tuple(sorted(state.anchors)) for t, state in self.load().tests.items()}
-            cached = (key, anchors)
-            _ANCHORS[str(self.path)] = cached
-        return cached[1].get(test_id, ())
+            cached = (key, _serving(self.load().tests))
+            _VIEWS[str(self.path)] = cached
+        return cached[1]
 
 
-_ANCHORS: dict[str, tuple[tuple[str, int, int], dict[str, tuple[str, ...]]]] = {}
+@dataclass(frozen=True)
+class Serving:
+    """What a brief reads from the tests' states: each test's anchors, the facts its last
+    passing run no longer reached — or its last failing run, when it failed for a cause of
+    the app's or the test's (``not_reached``), and the procedures of tests whose
+    last run failed for a cause that is neither flaky nor environmental
+    (``failing``, by the procedure's ``test:`` anchor)."""
+
+    anchors: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    not_reached: frozenset[str] = frozenset()
+    failing: frozenset[str] = frozenset()
+
+
+def _serving(tests: Mapping[str, TestState]) -> Serving:
+    anchors = {t: tuple(sorted(s.recent.get("anchors") or s.anchors))
+               for t, s in tests.items()}
+    missing = frozenset({rid for s in tests.values() for rid, n in s.missing.items() if n > 0}
+                        | {rid for s in tests.values() for rid in s.recent.get("suspended", ())})
+    failing = set()
+    for test_id, s in tests.items():
+        if s.last_cause is not None and s.last_cause not in ("flaky", "environment"):
+            failing.add(f"test:{test_id}")
+            if "@" in test_id:
+                failing.add(f"test:{test_id.rsplit('@', 1)[0]}")
+    return Serving(anchors, missing, frozenset(failing))
+
+
+_VIEWS: dict[str, tuple[tuple[str, int, int], Serving]] = {}

@@ -173,7 +173,8 @@ def build_brief(config: Config, store: Store, db: IndexDB | None, req: BriefRequ
                      "rebuild-index`")
     else:
         ranked, withheld, hops = _candidates(config, db, req.product, ordinal, test_anchors,
-                                             options, req.limit or options.limit, notes)
+                                             options, req.limit or options.limit, notes,
+                                             current=ordinal == next_ordinal)
     if index_note and db is not None:
         notes.append(index_note)
     if options.candidates and any(x.candidate for x in ranked):
@@ -196,9 +197,20 @@ def _applying(policies: Sequence[Policy], product: str, anchors: frozenset[str]
     return out
 
 
+def _serving(config: Config, product: str) -> Any:
+    """What the tests' states say about serving the next run (a tests file that cannot
+    be read: nothing withheld for it; the brief's anchors say so in a note already)."""
+    from memidex.runstate.tests import Serving, TestsFile
+
+    try:
+        return TestsFile(config, product).serving()
+    except (OSError, MemidexError):
+        return Serving()
+
+
 def _candidates(config: Config, db: IndexDB, product: str, ordinal: int,
                 test_anchors: frozenset[str], options: BriefOptions, limit: int,
-                notes: list[str]
+                notes: list[str], *, current: bool = True
                 ) -> tuple[list[Ranked], dict[str, set[str]], tuple[str, ...]]:
     """The ranked records and the withheld ids. The hop is taken only when the records
     sharing an anchor leave room under ``limit`` (every one of them ranks above any
@@ -212,11 +224,15 @@ def _candidates(config: Config, db: IndexDB, product: str, ordinal: int,
     direct = {rowid for _a, rowid in hits}
     rows = versions_of(db, direct)
 
+    stale = _serving(config, product) if current else None
+
     def ranked_with(rows: list[Any], hops: tuple[str, ...], cited: dict[int, set[str]]
                     ) -> tuple[list[Ranked], dict[str, set[str]]]:
         return rank(rows, product=product, ordinal=ordinal, test_anchors=test_anchors,
                     hops=frozenset(hops), cited=cited, candidates=options.candidates,
-                    trust_floor=options.trust_floor, half_life_runs=config.half_life_runs)
+                    trust_floor=options.trust_floor, half_life_runs=config.half_life_runs,
+                    not_reached=stale.not_reached if stale else frozenset(),
+                    failing=stale.failing if stale else frozenset())
 
     ranked, withheld = ranked_with(rows, (), {})
     hops: tuple[str, ...] = ()

@@ -34,7 +34,8 @@ HOP_ANCHORS = 8
 """How many neighbouring anchors one hop reaches."""
 
 REASONS = ("superseded", "deprecated", "quarantined", "candidate", "out_of_window",
-           "below_trust_floor", "over_limit", "over_budget", "other_product")
+           "below_trust_floor", "not_reached", "test_failing", "over_limit", "over_budget",
+           "other_product")
 """Why a record that shares an anchor with the test (or is one hop away) was left out,
 in the order the ``withheld`` section lists them."""
 
@@ -110,12 +111,17 @@ def _withheld_reason(versions: Sequence[VersionRow], product: str, ordinal: int,
 def rank(rows: Iterable[VersionRow], *, product: str, ordinal: int,
          test_anchors: frozenset[str], hops: frozenset[str],
          cited: Mapping[int, set[str]], candidates: bool, trust_floor: float,
-         half_life_runs: Mapping[str, int]) -> tuple[list[Ranked], dict[str, set[str]]]:
+         half_life_runs: Mapping[str, int], not_reached: frozenset[str] = frozenset(),
+         failing: frozenset[str] = frozenset()) -> tuple[list[Ranked], dict[str, set[str]]]:
     """The records to serve, best first, and the ids withheld by reason (before the
     limit and the budget, which :mod:`memidex.serve.brief` applies).
 
     A version whose window contains ``ordinal`` is served; a record retired at ``until``
-    (superseded or deprecated) is served, as it was then, to a run before ``until``."""
+    (superseded or deprecated) is served, as it was then, to a run before ``until``.
+    For the next run (the caller passes them only then): a current fact whose test's
+    last passing run no longer reached it (``not_reached``: ids) is withheld until a run
+    reaches it again, and a procedure whose test's last run failed for a cause that is
+    neither flaky nor environmental (``failing``: its ``test:`` anchor) until it passes."""
     by_record: dict[int, list[VersionRow]] = {}
     for r in rows:
         by_record.setdefault(r.record_rowid, []).append(r)
@@ -133,6 +139,13 @@ def rank(rows: Iterable[VersionRow], *, product: str, ordinal: int,
         cites = () if shared else tuple(sorted(cited.get(rowid, ())))
         if not shared and not hop and not cites:
             continue  # this version is about something else (its anchors changed)
+        if served.current and served.kind == "fact" and served.id in not_reached:
+            withheld["not_reached"].add(served.id)
+            continue
+        if served.current and served.kind == "procedure" and served.anchors and \
+                served.anchors[0] in failing:
+            withheld["test_failing"].add(served.id)
+            continue
         trust = _trust(served, ordinal, half_life_runs)
         if trust.value < trust_floor:
             withheld["below_trust_floor"].add(served.id)

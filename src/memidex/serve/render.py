@@ -20,7 +20,9 @@ __all__ = ["clean", "fenced_texts", "head", "markdown", "record_block", "tail"]
 _LABELS = {"superseded": "superseded", "deprecated": "deprecated",
            "quarantined": "quarantined", "candidate": "candidates (not served by default)",
            "out_of_window": "out of window", "below_trust_floor": "below the trust floor",
-           "over_limit": "over the limit", "over_budget": "over budget",
+           "not_reached": "not reached by its test's last run",
+           "test_failing": "its test is failing", "over_limit": "over the limit",
+           "over_budget": "over budget",
            "other_product": "other product"}
 _SHOWN_IDS = 10
 
