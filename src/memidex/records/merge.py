@@ -142,9 +142,12 @@ def _later(a: int | None, b: int | None) -> int | None:
     return max(a, b)
 
 
-def _trust(base: Trust | None, ours: Trust, theirs: Trust) -> Trust:
-    """Counts: the base plus both increments (no base: both sides' counts add up)."""
-    if ours == theirs:
+def _trust(base: Trust | None, ours: Trust, theirs: Trust, *,
+           same_change: bool = True) -> Trust:
+    """Counts: the base plus both increments (no base: both sides' counts add up).
+    Equal sides are one change (``same_change``) — unless they came from different runs
+    (two clones that each ingested one run at the same ordinal): then both count."""
+    if ours == theirs and same_change:
         return ours
     b = base if base is not None else Trust(confirmations=0, contradictions=0)
     source, clash = _three(b.source, ours.source, theirs.source, has_base=base is not None)
@@ -313,7 +316,8 @@ def merge_records(base: Record | None, ours: Record, theirs: Record) -> MergeRes
             c.add("title")
         if b_clash:
             c.add("body")
-        trust = _trust(b.trust if b else None, ours.trust, theirs.trust)
+        trust = _trust(b.trust if b else None, ours.trust, theirs.trust,
+                       same_change=_same_runs(base, ours, theirs))
         status = _status(b.status if b else None, ours.status, theirs.status)
         valid = Valid(o_from, _until(b.valid.until if b else None, ours.valid.until,
                                      theirs.valid.until, has_base))
@@ -321,7 +325,12 @@ def merge_records(base: Record | None, ours: Record, theirs: Record) -> MergeRes
                                  theirs.anchors) - {ours.anchor}))
     relations = _relations(base.relations if base else None, ours.relations,
                            theirs.relations, c)
-    evidence = _evidence(base.evidence if base else (), ours.evidence, theirs.evidence)
+    if o_from != t_from:
+        # the newer version's evidence only: what the other side saw of the old claim
+        # counts in the old version's history entry, never as evidence of the new one
+        evidence = tuple(newer.evidence)
+    else:
+        evidence = _evidence(base.evidence if base else (), ours.evidence, theirs.evidence)
     history = _history(base.history if base else (), ours.history, theirs.history, c)
     if o_from != t_from:
         history = _age_history(history, older.valid.from_, older, base)
@@ -353,8 +362,17 @@ def _evidence_total(base: Record | None, ours: Record, theirs: Record,
         return r.evidence_total if r.evidence_total is not None else len(r.evidence)
 
     start = total(base) if base is not None else 0
-    seen = start + (total(ours) - start) + (total(theirs) - start)
+    seen = min(MAX_ORDINAL, max(0, total(ours) + total(theirs) - start))
     return seen if seen > kept else None
+
+
+def _same_runs(base: Record | None, ours: Record, theirs: Record) -> bool:
+    """Whether both sides' new evidence (what the base did not have) names the same
+    runs: the same learning on both sides, to be counted once."""
+    had = {(e.run, e.test, e.step) for e in (base.evidence if base else ())}
+    mine = {e.run for e in ours.evidence if (e.run, e.test, e.step) not in had}
+    other = {e.run for e in theirs.evidence if (e.run, e.test, e.step) not in had}
+    return mine == other
 
 
 def _marked_body(ours: Record, theirs: Record, fields: Sequence[str]) -> str:
