@@ -25,8 +25,10 @@ if TYPE_CHECKING:
     from memidex.app.reading import Reading
     from memidex.app.results import (
         DiffReport,
+        IngestPreview,
         IngestResult,
         ProposalDecision,
+        ProposalDetail,
         ProposalList,
         RollbackResult,
         RunDetail,
@@ -86,32 +88,18 @@ class Learning:
         return as soon as the run is queued (``queued`` names the inbox item)."""
         from memidex.app.ingest import INGEST, already, digest_of
         from memidex.app.results import IngestResult
-        from memidex.evidence import decode_run, read_run_bytes
+        from memidex.runstate.notes import forget as forget_notes
         from memidex.runstate.store import RunStore
         from memidex.write.route import Job
 
-        masker = self.masker()
-        from memidex.importers import probe
-
-        if fmt == "evidence" or (fmt == "auto" and probe(source) == "evidence"):
-            data = decode_run(read_run_bytes(source), source=str(source))
-            file_product = data.get("product") if isinstance(data, dict) else None
-            if product is not None and isinstance(file_product, str) and \
-                    product != file_product:
-                raise UsageError(f"{source} is a run of product {file_product!r}, not "
-                                 f"--product {product!r}",
-                                 hint="a run file names its product; leave --product out, "
-                                 "or fix the file's `product`")
-        else:
-            data = self.import_report(source, fmt=fmt, product=product, run_id=run_id,
-                                      build_tag=build_tag, ci=ci).evidence
-        run = prepare_run(data, source=str(source), masker=masker, build_tag=build_tag,
-                          ci=ci or env_ci(), default_build_tag=self.config.build_tag)
+        run = self._prepared(source, ci=ci, build_tag=build_tag, fmt=fmt, product=product,
+                             run_id=run_id)
         self.store.check_write_folders()
         # The same run again, or the same id with other content: answered before the
         # lease, so a no-op writes nothing at all (not even the lease's files).
         early = already(RunStore(self.config), run, digest_of(run))
         if early is not None:
+            forget_notes(self.config, run.run_id)
             return early
         floor = self.reading.ordinal_floor(run.product)  # before the lease: the index
         job = Job(INGEST, "runs ingest", lambda: {"run": run.as_dict(), "floor": floor},
@@ -126,9 +114,72 @@ class Learning:
                                 notes=("queued for the daemon: `memidex runs show "
                                        f"{run.run_id}` once it is applied",))
         result = IngestResult.from_json(out.result)
+        forget_notes(self.config, run.run_id)  # working memory lives for one run only
         if not result.already:
             self.reading.settle(build=True)  # serving needs the index
         return result
+
+    def preview(self, source: Path, *, ci: bool = False, build_tag: str | None = None,
+                fmt: str = "auto", product: str | None = None,
+                run_id: str | None = None) -> IngestPreview:
+        """``runs ingest --dry-run``: the run prepared as :meth:`ingest` prepares it, then
+        analysed and planned (:func:`memidex.learning.plan.plan_run`, pure) against the
+        records as they are, at the ordinal it would get. Nothing is written: no lease,
+        no frozen run, no counters, no model call (the rules' analysis only)."""
+        from memidex.app.ingest import StoreSource, already, digest_of
+        from memidex.app.results import IngestPreview
+        from memidex.learning.plan import analyse, plan_run
+        from memidex.runstate.ordinals import Counters
+        from memidex.runstate.store import RunStore
+        from memidex.runstate.tests import TestsFile
+
+        run = self._prepared(source, ci=ci, build_tag=build_tag, fmt=fmt, product=product,
+                             run_id=run_id)
+        masker = self.masker()
+        runs = RunStore(self.config)
+        early = already(runs, run, digest_of(run))
+        frozen = runs.get(run.run_id)
+        if early is not None:
+            return IngestPreview(run.run_id, run.product, early.ordinal, run.build_tag,
+                                 run.ci, (), (), early.analysis, already=True)
+        tests = TestsFile(self.config, run.product).load().tests
+        floor = self.reading.ordinal_floor(run.product)
+        if frozen is not None:  # frozen by an ingest that did not finish
+            n, causes = frozen.ordinal, dict(frozen.analysis)
+        else:
+            _c, n = Counters.load(self.config).reserve(run.product, run.run_id, floor=floor,
+                                                       build_tag=run.build_tag)
+            causes = analyse(run, tests, model=self.config.model)
+        plan = plan_run(run, n, causes, tests, StoreSource(self.store), self.config.learning,
+                        mask=masker.mask_record, mask_text=masker.mask)
+        changes = tuple((d.op, d.id, d.record.title if d.record is not None else
+                         (d.before.title if d.before is not None else ""))
+                        for d in plan.decisions if d.op not in ("contradict", "noop"))
+        proposals = tuple((p.id, p.op, p.record_id, p.reason) for p in plan.proposals)
+        return IngestPreview(run.run_id, run.product, n, run.build_tag, run.ci, changes,
+                             proposals, causes, notes=tuple(plan.notes))
+
+    def _prepared(self, source: Path, *, ci: bool, build_tag: str | None, fmt: str,
+                  product: str | None, run_id: str | None) -> Run:
+        """The run in ``source`` read, masked and validated, as :meth:`ingest` reads it."""
+        from memidex.evidence import decode_run, read_run_bytes
+        from memidex.importers import probe
+
+        if fmt == "evidence" or (fmt == "auto" and probe(source) == "evidence"):
+            data = decode_run(read_run_bytes(source), source=str(source))
+            file_product = data.get("product") if isinstance(data, dict) else None
+            if product is not None and isinstance(file_product, str) and \
+                    product != file_product:
+                raise UsageError(f"{source} is a run of product {file_product!r}, not "
+                                 f"--product {product!r}",
+                                 hint="a run file names its product; leave --product out, "
+                                 "or fix the file's `product`")
+        else:
+            data = self.import_report(source, fmt=fmt, product=product, run_id=run_id,
+                                      build_tag=build_tag, ci=ci).evidence
+        return prepare_run(data, source=str(source), masker=self.masker(),
+                           build_tag=build_tag, ci=ci or env_ci(),
+                           default_build_tag=self.config.build_tag)
 
     def import_report(self, source: Path, *, fmt: str = "auto", product: str | None = None,
                       run_id: str | None = None, build_tag: str | None = None,
@@ -241,6 +292,42 @@ class Learning:
         listing = Proposals(self.store).all()
         return ProposalList(listing.proposals, listing.damaged)
 
+    def proposal(self, pid: str) -> ProposalDetail:
+        """``knowledge proposals show ID``: one proposal (a unique prefix of its id is
+        enough), the record as it would be written, and the record's file as it is now
+        (None: the proposal adds it), secrets masked."""
+        from memidex.app.results import ProposalDetail
+        from memidex.runstate.proposals import Proposals
+
+        queue = Proposals(self.store)
+        p = queue.get(self._proposal_id(pid))
+        masker = self.masker()
+        try:
+            current: str | None = (self.config.root / p.path).read_text(encoding="utf-8")
+        except (FileNotFoundError, NotADirectoryError):
+            current = None
+        except (OSError, UnicodeDecodeError):
+            current = ""
+        return ProposalDetail(p, masker.mask(p.text),
+                              None if current is None else masker.mask(current))
+
+    def _proposal_id(self, given: str) -> str:
+        """The proposal id ``given`` names: itself, or the one proposal it is a unique
+        prefix of (like record ids)."""
+        from memidex.runstate.proposals import Proposals
+
+        queue = Proposals(self.store)
+        if len(given) >= 18 or not given.startswith("p-") or len(given) < 3:
+            return given
+        matches = [p.id for p in queue.all().proposals if p.id.startswith(given)]
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            raise UsageError(f"proposal id prefix {given!r} is ambiguous: "
+                             f"{', '.join(sorted(matches)[:5])}",
+                             hint="give more of the id")
+        return given
+
     def decide_proposal(self, pid: str, *, accept: bool) -> ProposalDecision:
         """Apply (``accept``) or drop a proposal, under the lease; applying refuses when
         the record changed since it was proposed."""
@@ -248,6 +335,7 @@ class Learning:
         from memidex.runstate.proposals import Proposals
         from memidex.write.route import Job
 
+        pid = self._proposal_id(pid)
         Proposals(self.store).path(pid)  # a malformed id: a usage error, before the lease
         payload = {"id": pid, "accept": accept}
         command = f"knowledge proposals {'accept' if accept else 'reject'}"
