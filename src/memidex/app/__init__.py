@@ -212,10 +212,12 @@ class Memidex:
         """``knowledge review``: what ``head`` (default: the working tree) changes in
         knowledge since ``base`` (default: the merge base with the default branch)."""
         from memidex.review.changes import review
+        from memidex.review.masked import masked
         from memidex.review.secrets import allow_list
 
-        return review(self.config.root, self.store.records_rel, base, head,
-                      secrets=self._masker().secrets, allow=allow_list(self.config))
+        secrets, allow = self._masker().secrets, allow_list(self.config)
+        return masked(review(self.config.root, self.store.records_rel, base, head,
+                             secrets=secrets, allow=allow), secrets, allow)
 
     # --- health --------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ brought up to date after the job, the lease released.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -223,6 +224,7 @@ class Learning:
         from memidex.runstate.store import RunStore
 
         runs = RunStore(self.config)
+        run_id = self.run_id(run_id)
         raw = runs.raw(run_id)
         if raw is None:
             raise NotFoundError(f"no run {run_id} has been ingested",
@@ -254,6 +256,29 @@ class Learning:
             tuple(result.proposals) if result else (), bool(result and result.done),
             bool(result and result.rolled_back), tuple(result.notes) if result else (),
             tuple(levels_by_ordinal(self.config, product).get(ordinal, [])))
+
+    def run_id(self, given: str) -> str:
+        """The ingested run ``given`` names: itself, or the one run whose id it is a
+        unique prefix of (like record ids). A malformed id is a usage error (exit 2)."""
+        from memidex.evidence import RUN_ID_PATTERN
+        from memidex.runstate.store import RunStore
+
+        if not isinstance(given, str) or not re.fullmatch(RUN_ID_PATTERN[1:-1], given):
+            raise UsageError(f"run id {str(given)[:60]!r} must be letters, digits, . _ - "
+                             "(starting with a letter or digit)",
+                             hint="`memidex runs list` lists the runs ingested")
+        runs = RunStore(self.config)
+        if runs.path(given).exists():
+            return given
+        matches = sorted({r.run_id for r in runs.results() if r.run_id.startswith(given)})
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            raise UsageError(f"run id prefix {given!r} is ambiguous: "
+                             f"{', '.join(matches[:5])}"
+                             + (f" and {len(matches) - 5} more" if len(matches) > 5 else ""),
+                             hint="give more of the id")
+        return given
 
     def diff(self, tag: str, product: str | None = None) -> DiffReport:
         """``knowledge diff TAG``: what runs added, confirmed, superseded and deprecated
@@ -371,10 +396,9 @@ class Learning:
         """``knowledge rollback``: undo every record change the run made, planned under the
         lease from the change ledger (:mod:`memidex.write.rollback`)."""
         from memidex.app.results import RollbackResult
-        from memidex.runstate.store import RunStore
         from memidex.write.route import Job
 
-        RunStore(self.config).path(run_id)  # a malformed id: refused before the lease
+        run_id = self.run_id(run_id)  # a malformed id: refused before the lease
         payload = {"run_id": run_id, "cascade": cascade}
         try:
             out = self.route.run(Job(ROLLBACK, "knowledge rollback", lambda: payload),

@@ -120,7 +120,9 @@ def _link(c: Any) -> str:
 def _trust(t: dict[str, Any] | None) -> str:
     if t is None:
         return "-"
-    return f"{t['confirmations']}✓ {t['contradictions']}✗ @{t['last_confirmed']}"
+    seen = t.get("last_confirmed")
+    return (f"{t['confirmations']}✓ {t['contradictions']}✗ "
+            + ("never confirmed by a run" if seen is None else f"@run {seen}"))
 
 
 def markdown(report: Any) -> str:
