@@ -142,27 +142,14 @@ def _report(json_out: bool, code: str, message: str, hint: str, exit_code: int, 
     _json_error(json_out, code, message, hint, exit_code)
 
 
-_DOC = None
-
-
 def _topics(text: str) -> str:
-    """``docs/NAME.md`` — a file of memidex's source, not of the user's repository — as
-    the ``memidex help NAME`` that prints the same page wherever memidex is installed."""
-    global _DOC
+    """``docs/NAME.md`` (a file of memidex's source, not of the user's repository) as
+    ```memidex help NAME```, which prints the same page wherever memidex is installed."""
     if "docs/" not in text:
         return text
-    import re
+    from memidex.mcpserver.wording import docs_as_help
 
-    if _DOC is None:
-        _DOC = re.compile(r"\(?(?:see )?docs/([a-z0-9-]+)\.(?:md|schema\.json)\)?")
-
-    def topic(m: re.Match[str]) -> str:
-        name = m.group(1)
-        inner = f"`memidex help {name}`"
-        return f"(see {inner})" if m.group(0).startswith("(") else f"see {inner}" \
-            if m.group(0).startswith("see ") else inner
-
-    return _DOC.sub(topic, text)
+    return docs_as_help(text)
 
 
 def _json_error(json_out: bool, code: str, message: str, hint: str, exit_code: int) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MAX_MESSAGE", "for_mcp", "shorten"]
+__all__ = ["MAX_MESSAGE", "docs_as_help", "for_mcp", "shorten"]
 
 MAX_MESSAGE = 600
 """The longest message or hint a tool error carries (characters)."""
@@ -65,9 +65,21 @@ def _flag(m: re.Match[str]) -> str:
     return f"`{_FLAGS.get(flag, m.group(1).replace('-', '_'))}`"
 
 
+_DOC_RE = re.compile(r"docs/([a-z0-9-]+)\.(?:md|schema\.json)(?:#[a-z0-9-]+)?")
+
+
+def docs_as_help(text: str) -> str:
+    """``docs/NAME.md`` — a file of memidex's source checkout, not of the user's
+    repository — as ```memidex help NAME```, which prints the same page wherever memidex
+    is installed (the CLI's and the MCP server's messages alike)."""
+    if "docs/" not in text:
+        return text
+    return _DOC_RE.sub(lambda m: f"`memidex help {m.group(1)}`", text)
+
+
 def for_mcp(text: str) -> str:
     """A facade message as an MCP client should read it (see the module doc)."""
     if not text:
         return text
-    text = _COMMAND_RE.sub(_command, text)
+    text = _COMMAND_RE.sub(_command, docs_as_help(text))
     return shorten(_FLAG_RE.sub(_flag, text))
