@@ -370,3 +370,53 @@ def test_every_failure_is_a_tool_error_never_an_exception(repo: Path) -> None:
         assert isinstance(out, ToolError) and out.data["error"]["code"] == "UnsafePathError"
         out = run_tool(m, "runs_ingest", {"path": " "})
         assert isinstance(out, ToolError) and out.data["error"]["code"] == "UsageError"
+
+
+def test_a_line_that_is_not_json_rpc_is_answered_as_json_rpc_says(repo: Path) -> None:
+    import subprocess
+
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "1"}}}
+    lines = ["not json at all", '{"no": "jsonrpc"}', json.dumps(init), ""]
+    out = subprocess.run([sys.executable, "-m", "memidex", "--root", str(repo), "mcp"],
+                         input="\n".join(lines), capture_output=True, text=True, timeout=60,
+                         check=False, cwd=repo)
+    answers = [json.loads(line) for line in out.stdout.splitlines()]
+    assert answers[0] == {"jsonrpc": "2.0", "id": None, "error": {
+        "code": -32700, "message": "Parse error: the line is not JSON"}}
+    assert answers[1]["id"] is None and answers[1]["error"]["code"] == -32600
+    assert answers[2]["id"] == 1 and answers[2]["result"]["serverInfo"]["name"] == "memidex"
+    assert "Traceback" not in out.stderr
+
+
+async def _review_session(root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "memidex", "--root", str(root), "mcp"],
+                                   cwd=str(root))
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        res = await session.call_tool("knowledge_review", {"base": "main", "head": "HEAD"})
+        assert res.is_error is False, res.content
+        bad = await session.call_tool("knowledge_review", {"base": "nope"})
+        assert bad.is_error is True
+        return res.structured_content or {}, json.loads(bad.content[1].text)  # type: ignore[union-attr]
+
+
+def test_the_review_tool_answers_as_the_cli_does_secrets_masked(repo: Path) -> None:
+    from conftest import git
+
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    git(repo, "branch", "-M", "main")
+    git(repo, "checkout", "-qb", "pr")
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    write_record(repo, make_record(title=f"Log in with {token}"))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "pr")
+    review, bad = anyio.run(_review_session, repo)
+    assert review == _cli(repo, "knowledge", "review", "main", "HEAD")
+    assert review["count"] == 1 and token not in json.dumps(review)
+    assert bad["error"]["code"] == "UsageError"

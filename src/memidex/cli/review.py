@@ -122,7 +122,7 @@ def _trust(t: dict[str, Any] | None) -> str:
         return "-"
     seen = t.get("last_confirmed")
     return (f"{t['confirmations']}✓ {t['contradictions']}✗ "
-            + ("never confirmed by a run" if seen is None else f"@run {seen}"))
+            + ("never confirmed by a run" if seen is None else f"@{seen}"))
 
 
 def markdown(report: Any) -> str:

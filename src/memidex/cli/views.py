@@ -191,5 +191,6 @@ def doctor(report: dict[str, Any]) -> None:
     for note in report.get("notes", []):
         c.print(f"[yellow]note[/yellow]: {_t(note)}")
     cfg = report["config"]
-    c.print(f"config: root {_t(str(cfg['root']))}, product {_t(repr(cfg['product']))}, "
-            f"file {_t(str(cfg['config_file']))}")
+    product = repr(cfg["product"]) if cfg["product"] else "none (set `product` in memidex.toml)"
+    c.print(f"config: root {_t(str(cfg['root']))}, product {_t(product)}, "
+            f"file {_t(str(cfg['config_file'] or 'none (no memidex.toml)'))}")

@@ -20,7 +20,7 @@ def _clean(text: str, secrets: Sequence[tuple[str, str]], allow: frozenset[str])
     for name, value in secrets:
         if value:
             text = text.replace(value, f"[secret:{name}]")
-    for finding in scan_text("", text, (), allow):
+    for finding in sorted(scan_text("", text, (), allow), key=lambda f: -len(f.value)):
         text = text.replace(finding.value, mask(finding.value))
     return text
 
