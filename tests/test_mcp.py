@@ -244,7 +244,8 @@ async def _session(root: Path, twin: Path, errlog: Any) -> None:
             shown["trust"]["confirmations"] + 1  # its own write is seen at once
         await same("knowledge_confirm", {"id": other, "run_ordinal": 3}, "knowledge", "confirm",
                    other, "--run-ordinal", "3", where=twin)
-        await same("knowledge_quarantine", {"id": other}, "knowledge", "quarantine", other, where=twin)
+        await same("knowledge_quarantine", {"id": other}, "knowledge", "quarantine", other,
+                   where=twin)
         again = await same("knowledge_quarantine", {"id": other}, "knowledge", "quarantine", other,
                            where=twin)
         assert again["change"] == "unchanged"  # idempotent
@@ -281,7 +282,7 @@ async def _session(root: Path, twin: Path, errlog: Any) -> None:
         await same("knowledge_rollback", {"run_id": "r-0058"}, "knowledge", "rollback",
                    "r-0058", where=twin)
         await same("knowledge_list", {}, "knowledge", "list", where=twin)  # the same records
-        await same("knowledge_list", {}, "knowledge", "list")  # and the CLI sees the server's writes
+        await same("knowledge_list", {}, "knowledge", "list")  # the CLI sees the server's writes
         await same("brief", {"test_id": "checkout-happy-path", "record": False}, "brief",
                    "checkout-happy-path", "--no-record", where=twin)
 

@@ -68,8 +68,8 @@ def _read_body_file(name: str) -> str:
         raise InvalidInputError(f"--body-file {name} cannot be read: permission denied"
                                 ) from None
     except UnicodeDecodeError as exc:
-        raise InvalidInputError(f"--body-file {name} is not UTF-8 text (byte "
-                                f"{exc.start:,})") from None
+        raise InvalidInputError(f"cannot read --body-file {name}: it is not UTF-8 text "
+                                f"(byte {exc.start:,})") from None
     except OSError as exc:
         raise InvalidInputError(f"cannot read --body-file {name}: "
                                 f"{exc.strerror or exc}") from None
