@@ -390,7 +390,8 @@ def help_(
 
     words = list(command or ())
     group: Any = typer.main.get_command(app)  # click's, as vendored by typer
-    ctx = group.context_class(group, info_name="memidex")
+    ctx = group.context_class(group, info_name="memidex",
+                              help_option_names=["-h", "--help"])
     topics = doc_topics()
     if words == ["topics"]:
         emit("".join(f"{name}\n" for name in sorted(topics)))
