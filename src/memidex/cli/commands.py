@@ -153,7 +153,10 @@ def doctor(json_out: JsonOpt = False) -> None:
 
         print_json(report.to_json())
     else:
-        views.doctor(report.to_json())
+        from memidex.cli.term import paged
+
+        with paged():
+            views.doctor(report.to_json())
     if not report.healthy:
         raise ProblemsFound("doctor found problems", hint="see the report above")
 
@@ -242,7 +245,10 @@ def show(
 
         sys.stdout.write(safe(shown.text, lines=True) if sys.stdout.isatty() else shown.text)
     else:
-        views.show(shown)
+        from memidex.cli.term import paged
+
+        with paged():
+            views.show(shown)
 
 
 @knowledge.command("list")
@@ -418,7 +424,9 @@ def doc_topics() -> dict[str, Path]:
     here = Path(memidex.__file__).resolve().parent
     for folder in (here / "docs", here.parent.parent / "docs"):
         if (folder / "cli.md").is_file():
-            return {p.stem: p for p in folder.glob("*.md")}
+            pages = {p.name.removesuffix(".schema.json"): p
+                     for p in folder.glob("*.schema.json")}  # run-evidence
+            return {**pages, **{p.stem: p for p in folder.glob("*.md")}}
     return {}
 
 

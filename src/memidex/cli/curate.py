@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from memidex.cli import complete
 from memidex.cli.base import IdArg, JsonOpt, WaitOpt, app, knowledge, memidex
 from memidex.errors import UsageError
 
@@ -65,8 +66,8 @@ def supersede(
     body: Annotated[str | None, typer.Option("--body", "-b", help="The new version's text "
                                              "(default: empty).")] = None,
     by: Annotated[str | None, typer.Option("--by", metavar="OTHER_ID", help="The record "
-                                           "(about another subject) that replaces this one."
-                                           )] = None,
+                                           "(about another subject) that replaces this one.",
+                                           autocompletion=complete.record_ids)] = None,
     ordinal: OrdinalOpt = None,
     wait: WaitOpt = 10.0,
     json_out: JsonOpt = False,

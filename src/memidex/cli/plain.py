@@ -70,7 +70,9 @@ def search_text(result: SearchResult) -> None:
                 out.append("    " + snippet)
     if result.note:
         out.append(f"{style('note:', 'yellow')} {safe(result.note)}")
-    sys.stdout.write("\n".join(out) + "\n")
+    from memidex.cli.term import emit
+
+    emit("\n".join(out) + "\n")
 
 
 def with_progress(label: str, work: Callable[[Callable[[int, int], None]], T],

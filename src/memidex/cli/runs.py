@@ -74,12 +74,15 @@ def import_report(
     """
     import json
 
+    from memidex.cli.plain import with_ticker
+
     with memidex(reading=True) as m:
         if fmt == "evidence":
             raise UsageError("runs import reads reports: --format auto, playwright, junit or "
                              "ctrf")
-        result = m.import_report(report, fmt=fmt, product=product, run_id=run_id,
-                                 build_tag=build_tag, ci=ci)
+        result = with_ticker("reading the report", lambda: m.import_report(
+            report, fmt=fmt, product=product, run_id=run_id, build_tag=build_tag, ci=ci),
+            quiet=json_out)
     try:
         text = json.dumps(result.evidence, ensure_ascii=False, indent=1) + "\n"
         text.encode("utf-8")
@@ -280,7 +283,13 @@ def show_run(
     if json_out:
         _json(detail.to_json())
         return
-    data = detail.to_json()
+    from memidex.cli.term import paged
+
+    with paged():
+        _run_text(detail.to_json(), titles)
+
+
+def _run_text(data: dict[str, Any], titles: dict[str, str]) -> None:
     from memidex.cli.render import console
 
     c = console()
