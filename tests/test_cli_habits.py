@@ -139,6 +139,8 @@ def test_cross_product_listings_have_a_product_column(shop: Path) -> None:
                     ).stdout.splitlines()]
     assert rows[0] == ["product", "kind", "status", "id", "title"]
     assert {r[0] for r in rows[1:]} == {"shop-web", "shop-admin"}
+    found = run_cli(shop, "knowledge", "search", "sign in", "--all-products", check=True)
+    assert " shop-admin  Admin sign-in is SSO only" in found.stdout  # whose record it is
     runs = [line.split("\t") for line in run_cli(shop, "runs", "list", check=True
                                                  ).stdout.splitlines()]
     assert runs[0][:3] == ["product", "run", "ordinal"]

@@ -60,8 +60,9 @@ def search_text(result: SearchResult) -> None:
             status = "" if h.status == "active" else " " + style(f"({h.status})", "dim")
             confidence = style(f"{h.confidence:<9}", _CONFIDENCE_STYLE.get(h.confidence, ""))
             words = f"{h.matched}/{h.terms} words" if h.terms else ""
+            where = "" if result.product is not None else f"{safe(h.product)}  "
             out.append(f"{i:>2}. {confidence} {words:<9} {h.score:6.2f}  {h.kind:<9} "
-                       f"{style(safe(h.title), 'bold')}{status}")
+                       f"{where}{style(safe(h.title), 'bold')}{status}")
             out.append("    " + style(safe(h.id), "dim"))
             snippet = safe(h.snippet)
             if on:
