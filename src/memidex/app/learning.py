@@ -123,42 +123,14 @@ class Learning:
     def preview(self, source: Path, *, ci: bool = False, build_tag: str | None = None,
                 fmt: str = "auto", product: str | None = None,
                 run_id: str | None = None) -> IngestPreview:
-        """``runs ingest --dry-run``: the run prepared as :meth:`ingest` prepares it, then
-        analysed and planned (:func:`memidex.learning.plan.plan_run`, pure) against the
-        records as they are, at the ordinal it would get. Nothing is written: no lease,
-        no frozen run, no counters, no model call (the rules' analysis only)."""
-        from memidex.app.ingest import StoreSource, already, digest_of
-        from memidex.app.results import IngestPreview
-        from memidex.learning.plan import analyse, plan_run
-        from memidex.runstate.ordinals import Counters
-        from memidex.runstate.store import RunStore
-        from memidex.runstate.tests import TestsFile
+        """``runs ingest --dry-run`` (:func:`memidex.app.preview.preview`): nothing is
+        written."""
+        from memidex.app.preview import preview
 
         run = self._prepared(source, ci=ci, build_tag=build_tag, fmt=fmt, product=product,
                              run_id=run_id)
-        masker = self.masker()
-        runs = RunStore(self.config)
-        early = already(runs, run, digest_of(run))
-        frozen = runs.get(run.run_id)
-        if early is not None:
-            return IngestPreview(run.run_id, run.product, early.ordinal, run.build_tag,
-                                 run.ci, (), (), early.analysis, already=True)
-        tests = TestsFile(self.config, run.product).load().tests
-        floor = self.reading.ordinal_floor(run.product)
-        if frozen is not None:  # frozen by an ingest that did not finish
-            n, causes = frozen.ordinal, dict(frozen.analysis)
-        else:
-            _c, n = Counters.load(self.config).reserve(run.product, run.run_id, floor=floor,
-                                                       build_tag=run.build_tag)
-            causes = analyse(run, tests, model=self.config.model)
-        plan = plan_run(run, n, causes, tests, StoreSource(self.store), self.config.learning,
-                        mask=masker.mask_record, mask_text=masker.mask)
-        changes = tuple((d.op, d.id, d.record.title if d.record is not None else
-                         (d.before.title if d.before is not None else ""))
-                        for d in plan.decisions if d.op not in ("contradict", "noop"))
-        proposals = tuple((p.id, p.op, p.record_id, p.reason) for p in plan.proposals)
-        return IngestPreview(run.run_id, run.product, n, run.build_tag, run.ci, changes,
-                             proposals, causes, notes=tuple(plan.notes))
+        return preview(run, config=self.config, store=self.store, reading=self.reading,
+                       masker=self.masker())
 
     def _prepared(self, source: Path, *, ci: bool, build_tag: str | None, fmt: str,
                   product: str | None, run_id: str | None) -> Run:
