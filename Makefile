@@ -22,12 +22,7 @@ bytecode: $(STAMP)
 
 ## demo: the main job on the bundled example knowledge (shop-web)
 demo: $(STAMP) bytecode
-	$(BIN)/memidex knowledge rebuild-index
-	$(BIN)/memidex doctor
-	$(BIN)/memidex knowledge search "place order disabled"
-	$(BIN)/memidex knowledge check
-	$(BIN)/memidex brief checkout-happy-path --anchor page:/checkout --no-record --budget 600
-	$(BIN)/python scripts/learn_examples.py  # learning: the example runs, into a scratch copy
+	@$(BIN)/python scripts/demo.py  # the index, a search, a brief, the check, what each run taught
 
 ## test: lint, type-check and the test suite, with the coverage of src/ (gated)
 COV_MIN ?= 91  # measured 92.2% of src/ (subprocesses included); see pyproject

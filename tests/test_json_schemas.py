@@ -15,9 +15,10 @@ import pytest
 from conftest import REPO_ROOT, run_cli
 
 SCHEMAS = REPO_ROOT / "docs/schemas"
-# git's merge-driver protocol (%O %A %B %P, exit status) is its output: no JSON; and
-# `mcp` speaks the MCP protocol on stdout (its tools answer the other commands' objects)
-NO_JSON = {"merge-driver", "mcp"}
+# git's merge-driver protocol (%O %A %B %P, exit status) is its output: no JSON; `mcp`
+# speaks the MCP protocol on stdout (its tools answer the other commands' objects); `help`
+# prints a command's help or a page of the docs
+NO_JSON = {"merge-driver", "mcp", "help"}
 
 
 def _validate(name: str, out: subprocess.CompletedProcess[str]) -> dict[str, Any]:
@@ -74,8 +75,9 @@ def _commands() -> list[list[str]]:
 
 
 def _schema_name(path: list[str]) -> str:
-    """A command's schema file: its name (``runs`` commands: ``runs-<name>``)."""
-    return "-".join(path) if path[0] == "runs" else path[-1]
+    """A command's schema file: its name (``runs`` and ``notes`` commands:
+    ``runs-<name>``, ``notes-<name>``)."""
+    return "-".join(path) if path[0] in ("runs", "notes") else path[-1]
 
 
 def test_every_command_takes_json_and_has_a_schema() -> None:
@@ -112,7 +114,7 @@ def test_json_results_match_their_schemas(repo: Path) -> None:
     ok("quarantine", "knowledge", "quarantine", rid)
     ok("release", "knowledge", "release", rid)
     ok("deprecate", "knowledge", "deprecate", rid)
-    ok("purge", "knowledge", "purge", other["id"])
+    ok("purge", "knowledge", "purge", other["id"], "--yes")
     ok("daemon", "daemon", "--once")
     briefed = ok("brief", "brief", "checkout", "--anchor", "el:button:pay", "--explain")
     assert rid in briefed["withheld"]["deprecated"]["ids"]
@@ -123,6 +125,53 @@ def test_json_results_match_their_schemas(repo: Path) -> None:
     assert shown["anchors"] == row["anchors"] == hit["anchors"] == [
         "el:button:pay", "page:/checkout"]
     assert shown["anchor"] == row["anchor"] == "el:button:pay"
+
+
+def test_learning_and_working_memory_json_match_their_schemas(repo: Path) -> None:
+    """Every key the learning commands, notes and review emit is in their (closed)
+    schemas: runs ingest (and --dry-run), runs list|show|import, diff, proposals (list,
+    show, accept, reject), rollback, notes add|list, review."""
+    from conftest import git
+
+    examples = REPO_ROOT / "examples"
+
+    def ok(name: str, *args: str) -> dict[str, Any]:
+        out = run_cli(repo, *args, "--json")
+        assert out.returncode == 0, (args, out.stderr)
+        return _validate(name, out)
+
+    (repo / "memidex.toml").write_text('product = "shop-web"\n[learning]\nmax_rewrites = 0\n',
+                                       encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    git(repo, "branch", "-M", "main")
+    git(repo, "checkout", "-qb", "learn")
+    ok("notes-add", "notes", "add", "--run", "r-0051", "the banner hides Pay")
+    assert ok("notes-list", "notes", "list", "--run", "r-0051")["notes"]
+    preview = ok("runs-ingest", "runs", "ingest", str(examples / "runs/r-0051.json"),
+                 "--dry-run")
+    assert preview["dry_run"] is True and preview["changes"]
+    for n in (51, 52, 53, 58):
+        ok("runs-ingest", "runs", "ingest", str(examples / f"runs/r-00{n}.json"))
+    assert ok("notes-list", "notes", "list", "--run", "r-0051")["notes"] == []  # gone
+    again = ok("runs-ingest", "runs", "ingest", str(examples / "runs/r-0051.json"),
+               "--dry-run")
+    assert again["already_ingested"] is True
+    ok("runs-list", "runs", "list")
+    ok("runs-show", "runs", "show", "r-0052")
+    ok("diff", "knowledge", "diff", "v1.4.2")
+    queue = ok("proposals", "knowledge", "proposals")["proposals"]
+    assert len(queue) >= 2
+    shown = ok("proposals", "knowledge", "proposals", "show", queue[0]["id"][:10])
+    assert shown["id"] == queue[0]["id"] and shown["text"].startswith("---")
+    ok("proposals", "knowledge", "proposals", "accept", queue[0]["id"])
+    ok("proposals", "knowledge", "proposals", "reject", queue[1]["id"])
+    ok("rollback", "knowledge", "rollback", "r-0058")
+    ok("runs-import", "runs", "import", str(examples / "reports/playwright-report.json"))
+    ok("search", "knowledge", "search", "place order", "--near", "page:/checkout")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "learned")
+    assert ok("review", "knowledge", "review", "main", "HEAD")["count"] > 0
 
 
 def test_rebuild_index_json_path_is_relative_like_every_other(repo: Path) -> None:

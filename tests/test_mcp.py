@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -21,9 +22,17 @@ from conftest import REPO_ROOT, make_record, run_cli, write_record
 
 EXAMPLES = REPO_ROOT / "examples"
 SCHEMAS = REPO_ROOT / "docs/schemas"
-TOOLS = {"brief", "search", "show", "list", "runs_ingest", "diff", "confirm", "quarantine",
-         "proposals", "proposals_accept", "proposals_reject"}
-READ_ONLY = {"brief", "search", "show", "list", "diff", "proposals"}
+TOOLS = {"brief", "knowledge_search", "knowledge_show", "knowledge_list", "knowledge_diff",
+         "knowledge_check", "knowledge_review", "doctor", "runs_list", "runs_show",
+         "proposals_list", "proposals_show", "notes", "runs_ingest", "knowledge_add",
+         "knowledge_confirm", "knowledge_quarantine", "knowledge_release",
+         "knowledge_deprecate", "knowledge_supersede", "knowledge_rollback",
+         "proposals_accept", "proposals_reject", "note_add"}
+READ_ONLY = {"brief", "knowledge_search", "knowledge_show", "knowledge_list",
+             "knowledge_diff", "knowledge_check", "knowledge_review", "doctor", "runs_list",
+             "runs_show", "proposals_list", "proposals_show", "notes"}
+DESTRUCTIVE = {"knowledge_quarantine", "knowledge_deprecate", "knowledge_supersede",
+               "knowledge_rollback", "proposals_accept", "proposals_reject"}
 SECRET = "hunter2-s3cr3t-value"
 
 
@@ -93,19 +102,28 @@ async def _session(root: Path, twin: Path, errlog: Any) -> None:
             assert ann is not None and ann.read_only_hint is (name in READ_ONLY), name
             assert ann.open_world_hint is False
             if name not in READ_ONLY:
-                assert ann.destructive_hint is (name in ("quarantine", "proposals_accept",
-                                                         "proposals_reject")), name
-        assert listed["quarantine"].annotations.idempotent_hint is True  # type: ignore[union-attr]
+                assert ann.destructive_hint is (name in DESTRUCTIVE), name
+        assert listed["knowledge_quarantine"].annotations.idempotent_hint is True  # type: ignore[union-attr]
         assert listed["runs_ingest"].annotations.idempotent_hint is True  # type: ignore[union-attr]
-        assert listed["confirm"].annotations.idempotent_hint is False  # type: ignore[union-attr]
-        assert listed["search"].input_schema["required"] == ["query"]
+        assert listed["knowledge_confirm"].annotations.idempotent_hint is False  # type: ignore[union-attr]
+        assert listed["knowledge_search"].input_schema["required"] == ["query"]
 
         async def call(tool: str, args: dict[str, Any], *, error: bool = False
                        ) -> dict[str, Any]:
             res = await session.call_tool(tool, args)
             assert res.is_error is error, (tool, args, res.content)
+            if error:  # text only: the lines, then the JSON object; no structuredContent
+                assert res.structured_content is None, (tool, res.structured_content)
+                lines, obj = (c.text for c in res.content)  # type: ignore[union-attr]
+                err: dict[str, Any] = json.loads(obj)
+                assert lines.startswith("error: " + err["error"]["message"])
+                for text in (err["error"]["message"], err["error"]["hint"] or ""):
+                    # the tools' words, not the CLI's flags or files of memidex's source
+                    assert not re.search(r"(?<![\w`])--[a-z]", text), (tool, text)
+                    assert "docs/" not in text, (tool, text)
+                return err
             data: dict[str, Any] = res.structured_content
-            if not error and tool != "brief":
+            if tool != "brief":
                 assert json.loads(res.content[0].text) == data  # type: ignore[union-attr]
             return data
 
@@ -116,23 +134,23 @@ async def _session(root: Path, twin: Path, errlog: Any) -> None:
             return data
 
         # --- reading: every answer equals the CLI's --json -------------------------
-        listing = await same("list", {}, "knowledge", "list")
+        listing = await same("knowledge_list", {}, "knowledge", "list")
         assert listing["count"] >= 20
         rid = next(r["id"] for r in listing["records"] if r["status"] == "active"
                    and r["kind"] == "fact" and "place-order" in r["id"])
         other = next(r["id"] for r in listing["records"] if r["status"] == "candidate")
-        await same("list", {"kinds": ["caution", "procedure"], "statuses": ["candidate"],
+        await same("knowledge_list", {"kinds": ["caution", "procedure"], "statuses": ["candidate"],
                             "limit": 3}, "knowledge", "list", "--kind", "caution", "--kind",
                    "procedure", "--status", "candidate", "--limit", "3")
-        found = await same("search", {"query": "place order"}, "knowledge", "search",
+        found = await same("knowledge_search", {"query": "place order"}, "knowledge", "search",
                            "place order")
         assert found["level"] == "lexical-only" and found["results"]
-        await same("search", {"query": "checkout", "near": ["page:/checkout*"],
+        await same("knowledge_search", {"query": "checkout", "near": ["page:/checkout*"],
                               "kinds": ["fact"], "statuses": ["any"], "limit": 5},
                    "knowledge", "search", "checkout", "--near", "page:/checkout*",
                    "--kind", "fact", "--status", "any", "--limit", "5")
-        shown = await same("show", {"id": rid}, "knowledge", "show", rid)
-        await same("show", {"id": rid[:-6]}, "knowledge", "show", rid[:-6])
+        shown = await same("knowledge_show", {"id": rid}, "knowledge", "show", rid)
+        await same("knowledge_show", {"id": rid[:-6]}, "knowledge", "show", rid[:-6])
         briefed = await same("brief", {"test_id": "checkout-happy-path", "record": False},
                              "brief", "checkout-happy-path", "--no-record")
         assert [p["id"] for p in briefed["policies"]] == ["no-real-cards"]
@@ -145,27 +163,29 @@ async def _session(root: Path, twin: Path, errlog: Any) -> None:
                              "budget": 200, "limit": 3, "explain": True, "record": False},
                    "brief", "guest-checkout", "--anchor", "page:/cart", "--budget", "200",
                    "--limit", "3", "--explain", "--no-record")
-        await same("diff", {"tag": "v1.4.2"}, "knowledge", "diff", "v1.4.2")
-        assert await same("proposals", {}, "knowledge", "proposals") == {"proposals": []}
+        await same("knowledge_diff", {"tag": "v1.4.2"}, "knowledge", "diff", "v1.4.2")
+        assert await same("proposals_list", {}, "knowledge", "proposals") == {"proposals": []}
 
         # --- errors are tool errors, equal to the CLI's, and the server goes on --------
         for name, args, cli in [
-            ("show", {"id": "fact-no-such-record"}, ("knowledge", "show",
+            ("knowledge_show", {"id": "fact-no-such-record"}, ("knowledge", "show",
                                                      "fact-no-such-record")),
-            ("show", {"id": "fact-"}, ("knowledge", "show", "fact-")),  # ambiguous
-            ("search", {"query": "x", "near": ["not an anchor"]},
+            ("knowledge_show", {"id": "fact-"}, ("knowledge", "show", "fact-")),  # ambiguous
+            ("knowledge_search", {"query": "x", "near": ["not an anchor"]},
              ("knowledge", "search", "x", "--near", "not an anchor")),
             ("brief", {"test_id": "t", "product": "no product!"},
              ("brief", "t", "--product", "no product!", "--no-record")),
-            ("diff", {"tag": "no-such-build"}, ("knowledge", "diff", "no-such-build")),
+            ("knowledge_diff", {"tag": "no-such-build"}, ("knowledge", "diff", "no-such-build")),
             ("proposals_accept", {"id": "p-0000000000000000"},
              ("knowledge", "proposals", "accept", "p-0000000000000000")),
         ]:
             err = await call(name, args, error=True)
-            assert err == _cli(root, *cli), (name, err)
-        bad = await call("search", {"query": 3}, error=True)
+            want = _cli(root, *cli)["error"]
+            assert err["error"]["code"] == want["code"], (name, err)
+            assert err["error"]["exit_code"] == want["exit_code"], (name, err)
+        bad = await call("knowledge_search", {"query": 3}, error=True)
         assert bad["error"]["code"] == "UsageError" and "query" in bad["error"]["message"]
-        assert (await call("search", {"query": "x", "typo": 1}, error=True)
+        assert (await call("knowledge_search", {"query": "x", "typo": 1}, error=True)
                 )["error"]["exit_code"] == 2
         assert (await call("no_such_tool", {}, error=True))["error"]["code"] == "UsageError"
         for outside in ("../r.json", "/etc/passwd", str(EXAMPLES / "runs/r-0058.json")):
@@ -173,31 +193,96 @@ async def _session(root: Path, twin: Path, errlog: Any) -> None:
             assert err["error"]["code"] == "UnsafePathError", err
         assert (await call("runs_ingest", {"path": "runs/missing.json"}, error=True)
                 )["error"]["exit_code"] == 4
-        assert await call("show", {"id": rid}) == shown  # still answering
+        assert await call("knowledge_show", {"id": rid}) == shown  # still answering
+        # the first release's names are still answered (not listed)
+        assert await call("show", {"id": rid}) == shown
+        assert await call("search", {"query": "place order"}) == found
+        assert await call("proposals", {}) == {"proposals": []}
+        # a huge argument is not echoed whole (issue 19, item 29)
+        huge = "x" * 1_000_000
+        for tool, args in [("knowledge_show", {"id": huge}),
+                           ("knowledge_search", {"query": "x", "near": [huge]}),
+                           ("brief", {"test_id": huge}),
+                           ("knowledge_search", {"query": huge, "limit": 0}),
+                           ("knowledge_list", {"kinds": [huge]}), (huge, {})]:
+            err = await call(tool, args, error=True)
+            assert len(err["error"]["message"]) <= 600, (tool, len(err["error"]["message"]))
+            assert len(err["error"]["hint"] or "") <= 600
+        # messages in the tools' words: `budget`, not --budget
+        err = await call("brief", {"test_id": "t", "product": "bad product!"}, error=True)
+        assert "`product`" in (err["error"]["hint"] or ""), err
+
+        # --- reading what runs taught, and the health reports ------------------------
+        runs = await same("runs_list", {}, "runs", "list")
+        assert [r["run_id"] for r in runs["runs"]] == ["r-0051", "r-0052", "r-0053"]
+        await same("runs_list", {"product": "shop-web"}, "runs", "list", "--product",
+                   "shop-web")
+        await same("runs_show", {"run_id": "r-0052"}, "runs", "show", "r-0052")
+        err = await call("runs_show", {"run_id": "r-005"}, error=True)  # ambiguous here
+        assert err["error"]["code"] == "UsageError" and "ambiguous" in err["error"]["message"]
+        checked = await same("knowledge_check", {}, "knowledge", "check")
+        assert checked["ok"] is False  # the secret a person typed into a record
+        assert any("secret" in e["reason"] for e in checked["errors"])
+        doctor = await call("doctor", {})
+        assert doctor.keys() == _cli(root, "doctor").keys() and doctor["healthy"] is True
+
+        # --- working memory ----------------------------------------------------------
+        noted = await call("note_add", {"run_id": "r-0099", "text": f"login uses {SECRET}"})
+        assert noted["count"] == 1 and SECRET not in noted["note"]["text"]
+        assert "[secret:db_password]" in noted["note"]["text"]
+        await call("note_add", {"run_id": "r-0099", "text": "the banner needs a second"})
+        notes = await same("notes", {"run_id": "r-0099"}, "notes", "list", "--run", "r-0099")
+        assert [n["text"] for n in notes["notes"]][1] == "the banner needs a second"
+        err = await call("note_add", {"run_id": "r-0052", "text": "x"}, error=True)
+        assert "already ingested" in err["error"]["message"]
 
         # --- writing: the same answers as the CLI's on the twin ----------------------
-        confirmed = await same("confirm", {"id": rid}, "knowledge", "confirm", rid,
+        confirmed = await same("knowledge_confirm", {"id": rid}, "knowledge", "confirm", rid,
                                where=twin)
         assert confirmed["change"] == "confirmed"
-        assert (await call("show", {"id": rid}))["trust"]["confirmations"] == \
+        assert (await call("knowledge_show", {"id": rid}))["trust"]["confirmations"] == \
             shown["trust"]["confirmations"] + 1  # its own write is seen at once
-        await same("confirm", {"id": other, "run_ordinal": 3}, "knowledge", "confirm",
+        await same("knowledge_confirm", {"id": other, "run_ordinal": 3}, "knowledge", "confirm",
                    other, "--run-ordinal", "3", where=twin)
-        await same("quarantine", {"id": other}, "knowledge", "quarantine", other, where=twin)
-        again = await same("quarantine", {"id": other}, "knowledge", "quarantine", other,
+        await same("knowledge_quarantine", {"id": other}, "knowledge", "quarantine", other,
+                   where=twin)
+        again = await same("knowledge_quarantine", {"id": other}, "knowledge", "quarantine", other,
                            where=twin)
         assert again["change"] == "unchanged"  # idempotent
         ingested = await same("runs_ingest", {"path": "runs/r-0058.json"}, "runs", "ingest",
                               str(twin / "runs/r-0058.json"), where=twin)
         assert ingested["proposals"]
-        queue = await same("proposals", {}, "knowledge", "proposals", where=twin)
+        queue = await same("proposals_list", {}, "knowledge", "proposals", where=twin)
         first, second = (p["id"] for p in queue["proposals"][:2])
+        await same("proposals_show", {"id": first[:9]}, "knowledge", "proposals", "show",
+                   first[:9], where=twin)
+        await same("proposals_show", {"id": second}, "knowledge", "proposals", "show", second,
+                   where=twin)
         await same("proposals_accept", {"id": first}, "knowledge", "proposals", "accept",
                    first, where=twin)
         await same("proposals_reject", {"id": second}, "knowledge", "proposals", "reject",
                    second, where=twin)
-        await same("list", {}, "knowledge", "list", where=twin)  # the same records
-        await same("list", {}, "knowledge", "list")  # and the CLI sees the server's writes
+        added = await same("knowledge_add", {
+            "kind": "fact", "anchors": ["el:link:forgot-password", "page:/login"],
+            "title": "Forgot password opens the reset form", "body": "It asks for an email.",
+            "scope": {"aspect": "target"}}, "knowledge", "add", "--kind", "fact", "--anchor",
+            "el:link:forgot-password", "--anchor", "page:/login", "--title",
+            "Forgot password opens the reset form", "--body", "It asks for an email.",
+            "--scope", "aspect=target", where=twin)
+        new = added["id"]
+        await same("knowledge_supersede", {"id": new, "title": "Forgot password opens /reset",
+                                           "ordinal": 5},
+                   "knowledge", "supersede", new, "--title", "Forgot password opens /reset",
+                   "--ordinal", "5", where=twin)
+        await same("knowledge_quarantine", {"id": new}, "knowledge", "quarantine", new,
+                   where=twin)
+        await same("knowledge_release", {"id": new}, "knowledge", "release", new, where=twin)
+        await same("knowledge_deprecate", {"id": new, "ordinal": 7}, "knowledge", "deprecate",
+                   new, "--ordinal", "7", where=twin)
+        await same("knowledge_rollback", {"run_id": "r-0058"}, "knowledge", "rollback",
+                   "r-0058", where=twin)
+        await same("knowledge_list", {}, "knowledge", "list", where=twin)  # the same records
+        await same("knowledge_list", {}, "knowledge", "list")  # the CLI sees the server's writes
         await same("brief", {"test_id": "checkout-happy-path", "record": False}, "brief",
                    "checkout-happy-path", "--no-record", where=twin)
 
@@ -221,7 +306,7 @@ async def _session(root: Path, twin: Path, errlog: Any) -> None:
             await session.read_resource("memidex://record/fact-no-such-record")
         with pytest.raises(MCPError, match="no resource"):
             await session.read_resource("memidex://nothing/x")
-        assert await call("show", {"id": rid}) != shown  # still answering, confirmed
+        assert await call("knowledge_show", {"id": rid}) != shown  # still answering, confirmed
 
 
 def test_mcp_answers_as_the_cli_does(repos: tuple[Path, Path], tmp_path: Path) -> None:
@@ -286,3 +371,53 @@ def test_every_failure_is_a_tool_error_never_an_exception(repo: Path) -> None:
         assert isinstance(out, ToolError) and out.data["error"]["code"] == "UnsafePathError"
         out = run_tool(m, "runs_ingest", {"path": " "})
         assert isinstance(out, ToolError) and out.data["error"]["code"] == "UsageError"
+
+
+def test_a_line_that_is_not_json_rpc_is_answered_as_json_rpc_says(repo: Path) -> None:
+    import subprocess
+
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "1"}}}
+    lines = ["not json at all", '{"no": "jsonrpc"}', json.dumps(init), ""]
+    out = subprocess.run([sys.executable, "-m", "memidex", "--root", str(repo), "mcp"],
+                         input="\n".join(lines), capture_output=True, text=True, timeout=60,
+                         check=False, cwd=repo)
+    answers = [json.loads(line) for line in out.stdout.splitlines()]
+    assert answers[0] == {"jsonrpc": "2.0", "id": None, "error": {
+        "code": -32700, "message": "Parse error: the line is not JSON"}}
+    assert answers[1]["id"] is None and answers[1]["error"]["code"] == -32600
+    assert answers[2]["id"] == 1 and answers[2]["result"]["serverInfo"]["name"] == "memidex"
+    assert "Traceback" not in out.stderr
+
+
+async def _review_session(root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "memidex", "--root", str(root), "mcp"],
+                                   cwd=str(root))
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        res = await session.call_tool("knowledge_review", {"base": "main", "head": "HEAD"})
+        assert res.is_error is False, res.content
+        bad = await session.call_tool("knowledge_review", {"base": "nope"})
+        assert bad.is_error is True
+        return res.structured_content or {}, json.loads(bad.content[1].text)  # type: ignore[union-attr]
+
+
+def test_the_review_tool_answers_as_the_cli_does_secrets_masked(repo: Path) -> None:
+    from conftest import git
+
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    git(repo, "branch", "-M", "main")
+    git(repo, "checkout", "-qb", "pr")
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    write_record(repo, make_record(title=f"Log in with {token}"))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "pr")
+    review, bad = anyio.run(_review_session, repo)
+    assert review == _cli(repo, "knowledge", "review", "main", "HEAD")
+    assert review["count"] == 1 and token not in json.dumps(review)
+    assert bad["error"]["code"] == "UsageError"

@@ -121,7 +121,12 @@ def test_version_and_shell_completion(repo: Path) -> None:
     from memidex._version import __version__
 
     out = run_cli(repo, "--version", check=True)
-    assert out.stdout == f"memidex {__version__}\n"
+    import memidex
+
+    first, where, python = out.stdout.splitlines()
+    assert first == f"memidex {__version__}"  # and where it runs from
+    assert where == f"  from {Path(memidex.__file__).resolve().parent}"
+    assert python.startswith("  python 3.") and python.endswith(f" at {sys.executable}")
     script = run_cli(repo, "--show-completion", "bash", check=True).stdout
     assert "_MEMIDEX_COMPLETE=complete_bash" in script
     env = {**os.environ, "_MEMIDEX_COMPLETE": "complete_bash",

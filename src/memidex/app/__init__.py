@@ -22,8 +22,10 @@ from memidex.app.results import (
     CurationResult,
     DiffReport,
     DoctorReport,
+    IngestPreview,
     IngestResult,
     ProposalDecision,
+    ProposalDetail,
     ProposalList,
     RecordList,
     RollbackResult,
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     from memidex.app.curation import Curation
     from memidex.app.health import Health
     from memidex.app.learning import Learning
+    from memidex.app.notes import NoteAdded, NoteList
     from memidex.importers import ImportResult
     from memidex.index.build import BuildReport
     from memidex.masking import Masker
@@ -54,9 +57,11 @@ __all__ = [
     "CurationResult",
     "DiffReport",
     "DoctorReport",
+    "IngestPreview",
     "IngestResult",
     "Memidex",
     "ProposalDecision",
+    "ProposalDetail",
     "ProposalList",
     "RecordList",
     "RollbackResult",
@@ -207,10 +212,12 @@ class Memidex:
         """``knowledge review``: what ``head`` (default: the working tree) changes in
         knowledge since ``base`` (default: the merge base with the default branch)."""
         from memidex.review.changes import review
+        from memidex.review.masked import masked
         from memidex.review.secrets import allow_list
 
-        return review(self.config.root, self.store.records_rel, base, head,
-                      secrets=self._masker().secrets, allow=allow_list(self.config))
+        secrets, allow = self._masker().secrets, allow_list(self.config)
+        return masked(review(self.config.root, self.store.records_rel, base, head,
+                             secrets=secrets, allow=allow), secrets, allow)
 
     # --- health --------------------------------------------------------------------
 
@@ -295,3 +302,28 @@ class Memidex:
 
     def rollback(self, run_id: str, *, cascade: bool = False) -> RollbackResult:
         return self._learning.rollback(run_id, cascade=cascade)
+
+    def preview(self, source: Path, *, ci: bool = False, build_tag: str | None = None,
+                fmt: str = "auto", product: str | None = None,
+                run_id: str | None = None) -> IngestPreview:
+        """``runs ingest --dry-run``: what the run would teach; nothing is written."""
+        return self._learning.preview(source, ci=ci, build_tag=build_tag, fmt=fmt,
+                                      product=product, run_id=run_id)
+
+    def proposal(self, pid: str) -> ProposalDetail:
+        """``knowledge proposals show``: one proposal and the record it would change."""
+        return self._learning.proposal(pid)
+
+    # --- working memory ------------------------------------------------------------
+
+    def note_add(self, run_id: str, text: str) -> NoteAdded:
+        """``notes add``: one note to self for run ``run_id`` (masked; gone at ingest)."""
+        from memidex.app.notes import Notes
+
+        return Notes(self.config, self._masker).add(run_id, text)
+
+    def notes(self, run_id: str) -> NoteList:
+        """``notes list``: run ``run_id``'s working memory, oldest first."""
+        from memidex.app.notes import Notes
+
+        return Notes(self.config, self._masker).list(run_id)

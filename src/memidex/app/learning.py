@@ -12,6 +12,7 @@ brought up to date after the job, the lease released.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,8 +26,10 @@ if TYPE_CHECKING:
     from memidex.app.reading import Reading
     from memidex.app.results import (
         DiffReport,
+        IngestPreview,
         IngestResult,
         ProposalDecision,
+        ProposalDetail,
         ProposalList,
         RollbackResult,
         RunDetail,
@@ -86,32 +89,18 @@ class Learning:
         return as soon as the run is queued (``queued`` names the inbox item)."""
         from memidex.app.ingest import INGEST, already, digest_of
         from memidex.app.results import IngestResult
-        from memidex.evidence import decode_run, read_run_bytes
+        from memidex.runstate.notes import forget as forget_notes
         from memidex.runstate.store import RunStore
         from memidex.write.route import Job
 
-        masker = self.masker()
-        from memidex.importers import probe
-
-        if fmt == "evidence" or (fmt == "auto" and probe(source) == "evidence"):
-            data = decode_run(read_run_bytes(source), source=str(source))
-            file_product = data.get("product") if isinstance(data, dict) else None
-            if product is not None and isinstance(file_product, str) and \
-                    product != file_product:
-                raise UsageError(f"{source} is a run of product {file_product!r}, not "
-                                 f"--product {product!r}",
-                                 hint="a run file names its product; leave --product out, "
-                                 "or fix the file's `product`")
-        else:
-            data = self.import_report(source, fmt=fmt, product=product, run_id=run_id,
-                                      build_tag=build_tag, ci=ci).evidence
-        run = prepare_run(data, source=str(source), masker=masker, build_tag=build_tag,
-                          ci=ci or env_ci(), default_build_tag=self.config.build_tag)
+        run = self._prepared(source, ci=ci, build_tag=build_tag, fmt=fmt, product=product,
+                             run_id=run_id)
         self.store.check_write_folders()
         # The same run again, or the same id with other content: answered before the
         # lease, so a no-op writes nothing at all (not even the lease's files).
         early = already(RunStore(self.config), run, digest_of(run))
         if early is not None:
+            forget_notes(self.config, run.run_id)
             return early
         floor = self.reading.ordinal_floor(run.product)  # before the lease: the index
         job = Job(INGEST, "runs ingest", lambda: {"run": run.as_dict(), "floor": floor},
@@ -126,9 +115,44 @@ class Learning:
                                 notes=("queued for the daemon: `memidex runs show "
                                        f"{run.run_id}` once it is applied",))
         result = IngestResult.from_json(out.result)
+        forget_notes(self.config, run.run_id)  # working memory lives for one run only
         if not result.already:
             self.reading.settle(build=True)  # serving needs the index
         return result
+
+    def preview(self, source: Path, *, ci: bool = False, build_tag: str | None = None,
+                fmt: str = "auto", product: str | None = None,
+                run_id: str | None = None) -> IngestPreview:
+        """``runs ingest --dry-run`` (:func:`memidex.app.preview.preview`): nothing is
+        written."""
+        from memidex.app.preview import preview
+
+        run = self._prepared(source, ci=ci, build_tag=build_tag, fmt=fmt, product=product,
+                             run_id=run_id)
+        return preview(run, config=self.config, store=self.store, reading=self.reading,
+                       masker=self.masker())
+
+    def _prepared(self, source: Path, *, ci: bool, build_tag: str | None, fmt: str,
+                  product: str | None, run_id: str | None) -> Run:
+        """The run in ``source`` read, masked and validated, as :meth:`ingest` reads it."""
+        from memidex.evidence import decode_run, read_run_bytes
+        from memidex.importers import probe
+
+        if fmt == "evidence" or (fmt == "auto" and probe(source) == "evidence"):
+            data = decode_run(read_run_bytes(source), source=str(source))
+            file_product = data.get("product") if isinstance(data, dict) else None
+            if product is not None and isinstance(file_product, str) and \
+                    product != file_product:
+                raise UsageError(f"{source} is a run of product {file_product!r}, not "
+                                 f"--product {product!r}",
+                                 hint="a run file names its product; leave --product out, "
+                                 "or fix the file's `product`")
+        else:
+            data = self.import_report(source, fmt=fmt, product=product, run_id=run_id,
+                                      build_tag=build_tag, ci=ci).evidence
+        return prepare_run(data, source=str(source), masker=self.masker(),
+                           build_tag=build_tag, ci=ci or env_ci(),
+                           default_build_tag=self.config.build_tag)
 
     def import_report(self, source: Path, *, fmt: str = "auto", product: str | None = None,
                       run_id: str | None = None, build_tag: str | None = None,
@@ -172,6 +196,7 @@ class Learning:
         from memidex.runstate.store import RunStore
 
         runs = RunStore(self.config)
+        run_id = self.run_id(run_id)
         raw = runs.raw(run_id)
         if raw is None:
             raise NotFoundError(f"no run {run_id} has been ingested",
@@ -203,6 +228,29 @@ class Learning:
             tuple(result.proposals) if result else (), bool(result and result.done),
             bool(result and result.rolled_back), tuple(result.notes) if result else (),
             tuple(levels_by_ordinal(self.config, product).get(ordinal, [])))
+
+    def run_id(self, given: str) -> str:
+        """The ingested run ``given`` names: itself, or the one run whose id it is a
+        unique prefix of (like record ids). A malformed id is a usage error (exit 2)."""
+        from memidex.evidence import RUN_ID_PATTERN
+        from memidex.runstate.store import RunStore
+
+        if not isinstance(given, str) or not re.fullmatch(RUN_ID_PATTERN[1:-1], given):
+            raise UsageError(f"run id {str(given)[:60]!r} must be letters, digits, . _ - "
+                             "(starting with a letter or digit)",
+                             hint="`memidex runs list` lists the runs ingested")
+        runs = RunStore(self.config)
+        if runs.path(given).exists():
+            return given
+        matches = sorted({r.run_id for r in runs.results() if r.run_id.startswith(given)})
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            raise UsageError(f"run id prefix {given!r} is ambiguous: "
+                             f"{', '.join(matches[:5])}"
+                             + (f" and {len(matches) - 5} more" if len(matches) > 5 else ""),
+                             hint="give more of the id")
+        return given
 
     def diff(self, tag: str, product: str | None = None) -> DiffReport:
         """``knowledge diff TAG``: what runs added, confirmed, superseded and deprecated
@@ -241,6 +289,42 @@ class Learning:
         listing = Proposals(self.store).all()
         return ProposalList(listing.proposals, listing.damaged)
 
+    def proposal(self, pid: str) -> ProposalDetail:
+        """``knowledge proposals show ID``: one proposal (a unique prefix of its id is
+        enough), the record as it would be written, and the record's file as it is now
+        (None: the proposal adds it), secrets masked."""
+        from memidex.app.results import ProposalDetail
+        from memidex.runstate.proposals import Proposals
+
+        queue = Proposals(self.store)
+        p = queue.get(self._proposal_id(pid))
+        masker = self.masker()
+        try:
+            current: str | None = (self.config.root / p.path).read_text(encoding="utf-8")
+        except (FileNotFoundError, NotADirectoryError):
+            current = None
+        except (OSError, UnicodeDecodeError):
+            current = ""
+        return ProposalDetail(p, masker.mask(p.text),
+                              None if current is None else masker.mask(current))
+
+    def _proposal_id(self, given: str) -> str:
+        """The proposal id ``given`` names: itself, or the one proposal it is a unique
+        prefix of (like record ids)."""
+        from memidex.runstate.proposals import Proposals
+
+        queue = Proposals(self.store)
+        if len(given) >= 18 or not given.startswith("p-") or len(given) < 3:
+            return given
+        matches = [p.id for p in queue.all().proposals if p.id.startswith(given)]
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            raise UsageError(f"proposal id prefix {given!r} is ambiguous: "
+                             f"{', '.join(sorted(matches)[:5])}",
+                             hint="give more of the id")
+        return given
+
     def decide_proposal(self, pid: str, *, accept: bool) -> ProposalDecision:
         """Apply (``accept``) or drop a proposal, under the lease; applying refuses when
         the record changed since it was proposed."""
@@ -248,6 +332,7 @@ class Learning:
         from memidex.runstate.proposals import Proposals
         from memidex.write.route import Job
 
+        pid = self._proposal_id(pid)
         Proposals(self.store).path(pid)  # a malformed id: a usage error, before the lease
         payload = {"id": pid, "accept": accept}
         command = f"knowledge proposals {'accept' if accept else 'reject'}"
@@ -283,10 +368,9 @@ class Learning:
         """``knowledge rollback``: undo every record change the run made, planned under the
         lease from the change ledger (:mod:`memidex.write.rollback`)."""
         from memidex.app.results import RollbackResult
-        from memidex.runstate.store import RunStore
         from memidex.write.route import Job
 
-        RunStore(self.config).path(run_id)  # a malformed id: refused before the lease
+        run_id = self.run_id(run_id)  # a malformed id: refused before the lease
         payload = {"run_id": run_id, "cascade": cascade}
         try:
             out = self.route.run(Job(ROLLBACK, "knowledge rollback", lambda: payload),

@@ -24,7 +24,8 @@ if TYPE_CHECKING:  # a search on an up-to-date index loads neither
     from memidex.search.ranking import SearchHit
 
 __all__ = ["AddResult", "CheckReport", "CurationResult", "DiffReport", "DoctorReport",
-           "IngestResult", "ProposalDecision", "ProposalList", "RecordList",
+           "IngestPreview", "IngestResult", "ProposalDecision", "ProposalDetail",
+           "ProposalList", "RecordList",
            "RollbackResult", "RunDetail", "RunList", "RunRow", "RunTest", "SearchResult",
            "ShownRecord"]
 
@@ -362,3 +363,44 @@ class DoctorReport:
             "config": dict(self.config),
         }
 
+
+
+@dataclass(frozen=True)
+class IngestPreview:
+    """``runs ingest --dry-run``: what the run would teach at the ordinal it would get;
+    nothing was written."""
+
+    run_id: str
+    product: str
+    ordinal: int
+    build_tag: str | None
+    ci: bool
+    changes: tuple[tuple[str, str, str], ...]  # (op, record id, title)
+    proposals: tuple[tuple[str, str, str, str], ...]  # (id, op, record id, reason)
+    analysis: Mapping[str, str]
+    already: bool = False
+    notes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "product": self.product, "ordinal": self.ordinal,
+                "build_tag": self.build_tag, "ci": self.ci, "dry_run": True,
+                "changes": [{"op": op, "id": rid, "title": title}
+                            for op, rid, title in self.changes],
+                "proposals": [{"id": pid, "op": op, "record_id": rid, "reason": reason}
+                              for pid, op, rid, reason in self.proposals],
+                "analysis": dict(sorted(self.analysis.items())),
+                "already_ingested": self.already, "notes": list(self.notes)}
+
+
+@dataclass(frozen=True)
+class ProposalDetail:
+    """``knowledge proposals show ID``: the proposal, the record as it would be written
+    and the record's file as it is now (None: the proposal adds it), secrets masked."""
+
+    proposal: Proposal
+    text: str
+    current: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.proposal.summary(), "expected": self.proposal.expected,
+                "text": self.text, "current": self.current}

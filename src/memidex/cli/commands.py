@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -20,6 +20,7 @@ from memidex.cli.base import (
     IdArg,
     JsonOpt,
     KindOpt,
+    ListFormatOpt,
     ProductOpt,
     WaitOpt,
     app,
@@ -57,8 +58,21 @@ def _read_body_file(name: str) -> str:
                                     hint="a record's body is a note for a reviewer: "
                                     "keep it short, link to large artifacts")
         return data.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidInputError(f"cannot read --body-file {name}: {exc}") from None
+    except FileNotFoundError:
+        raise InvalidInputError(f"--body-file {name} does not exist",
+                                hint="give the path of a UTF-8 text file, or - to read "
+                                "standard input") from None
+    except IsADirectoryError:
+        raise InvalidInputError(f"--body-file {name} is a folder, not a file") from None
+    except PermissionError:
+        raise InvalidInputError(f"--body-file {name} cannot be read: permission denied"
+                                ) from None
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"cannot read --body-file {name}: it is not UTF-8 text "
+                                f"(byte {exc.start:,})") from None
+    except OSError as exc:
+        raise InvalidInputError(f"cannot read --body-file {name}: "
+                                f"{exc.strerror or exc}") from None
 
 
 @app.command()
@@ -139,7 +153,10 @@ def doctor(json_out: JsonOpt = False) -> None:
 
         print_json(report.to_json())
     else:
-        views.doctor(report.to_json())
+        from memidex.cli.term import paged
+
+        with paged():
+            views.doctor(report.to_json())
     if not report.healthy:
         raise ProblemsFound("doctor found problems", hint="see the report above")
 
@@ -228,7 +245,10 @@ def show(
 
         sys.stdout.write(safe(shown.text, lines=True) if sys.stdout.isatty() else shown.text)
     else:
-        views.show(shown)
+        from memidex.cli.term import paged
+
+        with paged():
+            views.show(shown)
 
 
 @knowledge.command("list")
@@ -245,25 +265,32 @@ def list_(
     limit: Annotated[int | None, typer.Option("--limit", "-n", min=1,
                                               help="Show at most this many records "
                                               "(default: all).")] = None,
+    fmt: ListFormatOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """List records of a product, by kind then id.
+    """List records of a product, by kind then id (with a product column under
+    --all-products).
+
+    On a terminal a table (paged when long); otherwise tab-separated values: kind,
+    status, id, title (product first under --all-products).
 
     --json: {count, records: [{id, path, kind, status, product, anchor, title, anchors,
     trust, valid}]} (docs/schemas/list.schema.json).
     """
     from memidex.cli import views
+    from memidex.cli.term import listing_format
 
+    chosen = "json" if json_out else listing_format(fmt)
     with memidex(reading=True) as m:
         listing = m.list_records(product=product, all_products=all_products,
                                  kinds=kind or (), statuses=status, anchors=anchor or (),
                                  limit=limit)
-    if json_out:
+    if chosen == "json":
         from memidex.cli.render import print_json
 
         print_json(listing.to_json())
     else:
-        views.listing(listing)
+        views.listing(listing, chosen, products=all_products)
 
 
 @knowledge.command()
@@ -288,8 +315,10 @@ def check(
         fmt = "json"
     if fmt not in ("text", "json", "github"):
         raise UsageError(f"unknown --format {fmt!r}: use text, json or github")
+    from memidex.cli.plain import with_ticker
+
     with memidex(strict_config=False) as m:
-        report = m.check()
+        report = with_ticker("checking records", m.check, quiet=fmt != "text")
     views.check(report, fmt)
     if not report.ok:
         files = len({p.path for p in report.problems})
@@ -351,8 +380,59 @@ def add(
         sys.stdout.write(f"{result.change} {safe(result.id)}\n  {safe(result.path)}\n")
 
 
+@app.command("help")
+def help_(
+    command: Annotated[list[str] | None, typer.Argument(
+        metavar="[COMMAND|TOPIC]...", help="A command (e.g. `knowledge search`, `runs`) "
+        "or a documentation topic (e.g. `configuration`, `mcp`, `learning`).")
+    ] = None,
+) -> None:
+    """Show a command's help (as `memidex COMMAND --help` does), or a page of the
+    documentation, which is installed with memidex: `memidex help topics` lists them.
+    """
+    import typer.main
+
+    from memidex.cli.term import emit
+
+    words = list(command or ())
+    group: Any = typer.main.get_command(app)  # click's, as vendored by typer
+    ctx = group.context_class(group, info_name="memidex",
+                              help_option_names=["-h", "--help"])
+    topics = doc_topics()
+    if words == ["topics"]:
+        emit("".join(f"{name}\n" for name in sorted(topics)))
+        return
+    if len(words) == 1 and words[0] in topics and not group.get_command(ctx, words[0]):
+        emit(topics[words[0]].read_text(encoding="utf-8"))
+        return
+    for word in words:
+        sub = group.get_command(ctx, word) if hasattr(group, "get_command") else None
+        if sub is None:
+            raise UsageError(f"no command or topic {' '.join(words)!r}",
+                             hint="`memidex --help` lists the commands, `memidex help "
+                             "topics` the documentation")
+        group = sub
+        ctx = sub.context_class(sub, info_name=word, parent=ctx)
+    emit(group.get_help(ctx) + "\n")
+
+
+def doc_topics() -> dict[str, Path]:
+    """The documentation pages installed with memidex (``memidex/docs/`` in a wheel; the
+    checkout's ``docs/`` in an editable install), by name without ``.md``."""
+    import memidex
+
+    here = Path(memidex.__file__).resolve().parent
+    for folder in (here / "docs", here.parent.parent / "docs"):
+        if (folder / "cli.md").is_file():
+            pages = {p.name.removesuffix(".schema.json"): p
+                     for p in folder.glob("*.schema.json")}  # run-evidence
+            return {**pages, **{p.stem: p for p in folder.glob("*.md")}}
+    return {}
+
+
 from memidex.cli import curate as _curate  # noqa: E402,F401  (curation commands, daemon)
 from memidex.cli import mcpcmd as _mcpcmd  # noqa: E402,F401  (mcp)
+from memidex.cli import notes as _notes  # noqa: E402,F401  (notes add|list)
 from memidex.cli import review as _review  # noqa: E402,F401  (merge-driver, knowledge review)
 from memidex.cli import runs as _runs  # noqa: E402,F401  (runs, diff, rollback, proposals)
 from memidex.cli import serve as _serve  # noqa: E402,F401  (brief)

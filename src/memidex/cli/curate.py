@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from memidex.cli import complete
 from memidex.cli.base import IdArg, JsonOpt, WaitOpt, app, knowledge, memidex
 from memidex.errors import UsageError
 
@@ -65,8 +66,8 @@ def supersede(
     body: Annotated[str | None, typer.Option("--body", "-b", help="The new version's text "
                                              "(default: empty).")] = None,
     by: Annotated[str | None, typer.Option("--by", metavar="OTHER_ID", help="The record "
-                                           "(about another subject) that replaces this one."
-                                           )] = None,
+                                           "(about another subject) that replaces this one.",
+                                           autocompletion=complete.record_ids)] = None,
     ordinal: OrdinalOpt = None,
     wait: WaitOpt = 10.0,
     json_out: JsonOpt = False,
@@ -136,16 +137,33 @@ def release(record_id: IdArg, wait: WaitOpt = 10.0, json_out: JsonOpt = False) -
 
 
 @knowledge.command()
-def purge(record_id: IdArg, wait: WaitOpt = 10.0, json_out: JsonOpt = False) -> None:
+def purge(
+    record_id: IdArg,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask first.")] = False,
+    wait: WaitOpt = 10.0,
+    json_out: JsonOpt = False,
+) -> None:
     """Delete a record and every trace of it: the file (through the fenced writer), its
     index rows, its queued corrections and journal entries.
 
-    A maintenance command: refuses at once (exit 3) while `memidex daemon` holds the
-    writer lease; waits up to --wait for any other writer.
+    On a terminal it names the record and asks first, unless --yes; without a terminal
+    (a script, CI) it does not ask. A maintenance command: refuses at once (exit 3)
+    while `memidex daemon` holds the writer lease; waits up to --wait for any other
+    writer.
 
     --json: {id, path, status, change} (docs/schemas/purge.schema.json).
     """
     with memidex(wait=wait) as m:
+        if not yes and sys.stdin.isatty() and not json_out:
+            from memidex.cli.plain import safe
+
+            shown = m.show(record_id)
+            sys.stderr.write(f"purge {safe(shown.record.id)}\n  {safe(shown.record.title)}"
+                             f"\n  {safe(shown.path)}\n")
+            if not typer.confirm("delete it and every trace of it?", default=False,
+                                 err=True):
+                raise UsageError("purge not confirmed; nothing changed",
+                                 hint="give --yes to purge without being asked")
         result = m.purge(record_id)
     _done(result, json_out)
 

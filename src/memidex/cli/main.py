@@ -72,12 +72,34 @@ def _typer(argv: list[str] | None, *, json_out: bool | None = None) -> int | Non
             return int(usage.exit_code)
         ctx = getattr(usage, "ctx", None)
         hint = f"see `{ctx.command_path if ctx is not None else 'memidex'} --help`"
+        hint = _misplaced(usage.format_message(), argv) or hint
         _report(json_out, "UsageError", usage.format_message(), hint, usage.exit_code)
         return int(usage.exit_code)
     except typer.Abort:
         sys.stderr.write("Aborted!\n")
         return EXIT_PROBLEMS
     return code if isinstance(code, int) else None
+
+
+_KNOWLEDGE = ("search", "show", "list", "check", "add", "confirm", "supersede", "deprecate",
+              "quarantine", "release", "purge", "diff", "rollback", "proposals", "review",
+              "rebuild-index")
+
+
+def _misplaced(message: str, argv: Sequence[str] | None) -> str | None:
+    """A hint for ``memidex search …`` (a ``knowledge`` command given at the top):
+    ``did you mean `memidex knowledge search`?``."""
+    import re
+
+    m = re.match(r"No such command '([^']+)'", message)
+    if m is None:
+        return None
+    word = m.group(1)
+    if word in _KNOWLEDGE:
+        return f"did you mean `memidex knowledge {word}`?"
+    if word in ("ingest", "import"):
+        return f"did you mean `memidex runs {word}`?"
+    return None
 
 
 def _mapped(command: Callable[[], int | None], json_out: bool = False) -> int:
@@ -112,11 +134,22 @@ def _report(json_out: bool, code: str, message: str, hint: str, exit_code: int, 
     error object on stdout (:func:`_json_error`)."""
     from memidex.cli.plain import safe  # a message may quote a file name or a title
 
+    message, hint = _topics(message), _topics(hint or "")
     line = f"error: {safe(message)}"
     if hint and show_hint:
         line += f"\nhint: {safe(hint)}"
     sys.stderr.write(line + "\n")
     _json_error(json_out, code, message, hint, exit_code)
+
+
+def _topics(text: str) -> str:
+    """``docs/NAME.md`` (a file of memidex's source, not of the user's repository) as
+    ```memidex help NAME```, which prints the same page wherever memidex is installed."""
+    if "docs/" not in text:
+        return text
+    from memidex.mcpserver.wording import docs_as_help
+
+    return docs_as_help(text)
 
 
 def _json_error(json_out: bool, code: str, message: str, hint: str, exit_code: int) -> None:

@@ -4,7 +4,6 @@ rich (its import costs more than a search): colour only on a terminal (and never
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -13,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     from memidex.app import SearchResult
 
-__all__ = ["rebuild_text", "safe", "search_text", "with_progress"]
+__all__ = ["rebuild_text", "safe", "search_text", "with_progress", "with_ticker"]
 
 T = TypeVar("T")
 
@@ -23,9 +22,9 @@ _CONFIDENCE_STYLE = {"reliable": "green", "candidate": "yellow", "weak": "red"}
 
 
 def _colour() -> bool:
-    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
-        return False
-    return sys.stdout.isatty()
+    from memidex.cli.term import colour
+
+    return colour()
 
 
 def _styler(on: bool) -> Callable[[str, str], str]:
@@ -61,8 +60,9 @@ def search_text(result: SearchResult) -> None:
             status = "" if h.status == "active" else " " + style(f"({h.status})", "dim")
             confidence = style(f"{h.confidence:<9}", _CONFIDENCE_STYLE.get(h.confidence, ""))
             words = f"{h.matched}/{h.terms} words" if h.terms else ""
+            where = "" if result.product is not None else f"{safe(h.product)}  "
             out.append(f"{i:>2}. {confidence} {words:<9} {h.score:6.2f}  {h.kind:<9} "
-                       f"{style(safe(h.title), 'bold')}{status}")
+                       f"{where}{style(safe(h.title), 'bold')}{status}")
             out.append("    " + style(safe(h.id), "dim"))
             snippet = safe(h.snippet)
             if on:
@@ -71,14 +71,18 @@ def search_text(result: SearchResult) -> None:
                 out.append("    " + snippet)
     if result.note:
         out.append(f"{style('note:', 'yellow')} {safe(result.note)}")
-    sys.stdout.write("\n".join(out) + "\n")
+    from memidex.cli.term import emit
+
+    emit("\n".join(out) + "\n")
 
 
 def with_progress(label: str, work: Callable[[Callable[[int, int], None]], T],
                   *, quiet: bool = False) -> T:
     """Run ``work(progress_callback)``, showing ``label done/total`` on stderr (one line,
     redrawn at most ten times a second, erased at the end) when stderr is a terminal."""
-    if quiet or not sys.stderr.isatty():
+    from memidex.cli.term import SETTINGS
+
+    if quiet or SETTINGS.quiet or not sys.stderr.isatty():
         return work(lambda done, total: None)
     started = time.monotonic()
     shown = [0.0]
@@ -93,6 +97,35 @@ def with_progress(label: str, work: Callable[[Callable[[int, int], None]], T],
     try:
         return work(update)
     finally:
+        sys.stderr.write("\r\x1b[K")
+        sys.stderr.flush()
+
+
+def with_ticker(label: str, work: Callable[[], T], *, quiet: bool = False) -> T:
+    """Run ``work()``, showing ``label …  N.N s`` on stderr (redrawn twice a second,
+    erased at the end) when stderr is a terminal: progress for a long command whose
+    total is not known in advance."""
+    import threading
+
+    from memidex.cli.term import SETTINGS
+
+    if quiet or SETTINGS.quiet or not sys.stderr.isatty():
+        return work()
+    started = time.monotonic()
+    done = threading.Event()
+
+    def tick() -> None:
+        while not done.wait(0.5):
+            sys.stderr.write(f"\r{label} …  {time.monotonic() - started:.1f} s")
+            sys.stderr.flush()
+
+    ticker = threading.Thread(target=tick, daemon=True)
+    ticker.start()
+    try:
+        return work()
+    finally:
+        done.set()
+        ticker.join()
         sys.stderr.write("\r\x1b[K")
         sys.stderr.flush()
 

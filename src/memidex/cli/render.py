@@ -31,13 +31,18 @@ def reset() -> None:
 def console() -> Any:
     """rich for people. Lines are never wrapped by rich (``soft_wrap``: a path or id stays
     whole; a terminal wraps it visually if it must); when stdout is not a terminal a table
-    is as wide as its contents, not 80 columns."""
+    is as wide as its contents, not 80 columns. Colour as :func:`memidex.cli.term.colour`
+    says (``--color``, ``NO_COLOR``, ``FORCE_COLOR``, ``CLICOLOR_FORCE``)."""
+    import shutil
+
     from rich.console import Console
 
-    c = Console(highlight=False, soft_wrap=True)
-    if not c.is_terminal:
-        c = Console(highlight=False, soft_wrap=True, width=100_000)
-    return c
+    from memidex.cli.term import colour, stdout_is_terminal
+
+    on = colour()
+    width = shutil.get_terminal_size().columns if stdout_is_terminal() else 100_000
+    return Console(highlight=False, soft_wrap=True, width=width, force_terminal=on,
+                   no_color=not on, color_system="standard" if on else None)
 
 
 def escape(text: str) -> str:

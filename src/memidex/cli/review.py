@@ -74,8 +74,10 @@ def review(
         fmt = "json"
     if fmt not in ("markdown", "json", "github"):
         raise UsageError(f"unknown --format {fmt!r}: use markdown, json or github")
+    from memidex.cli.plain import with_ticker
+
     with memidex(reading=True) as m:
-        report = m.review(base, head)
+        report = with_ticker("reviewing", lambda: m.review(base, head), quiet=fmt == "json")
     if fmt == "json":
         from memidex.cli.render import print_json
 
@@ -96,7 +98,9 @@ def review(
                 sys.stdout.write(f"::warning file={github_property(c.path)}::"
                                  f"{github_data(c.id + ': ' + reason)}\n")
         return
-    sys.stdout.write(text)
+    from memidex.cli.term import emit
+
+    emit(text)
 
 
 def _md(text: str) -> str:
@@ -120,7 +124,9 @@ def _link(c: Any) -> str:
 def _trust(t: dict[str, Any] | None) -> str:
     if t is None:
         return "-"
-    return f"{t['confirmations']}✓ {t['contradictions']}✗ @{t['last_confirmed']}"
+    seen = t.get("last_confirmed")
+    return (f"{t['confirmations']}✓ {t['contradictions']}✗ "
+            + ("never confirmed by a run" if seen is None else f"@{seen}"))
 
 
 def markdown(report: Any) -> str:

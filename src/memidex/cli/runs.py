@@ -13,7 +13,8 @@ from typing import Annotated, Any
 
 import typer
 
-from memidex.cli.base import JsonOpt, ProductOpt, WaitOpt, app, knowledge, memidex
+from memidex.cli import complete
+from memidex.cli.base import JsonOpt, ListFormatOpt, ProductOpt, WaitOpt, app, knowledge, memidex
 from memidex.errors import UsageError
 
 __all__: list[str] = []
@@ -73,12 +74,15 @@ def import_report(
     """
     import json
 
+    from memidex.cli.plain import with_ticker
+
     with memidex(reading=True) as m:
         if fmt == "evidence":
             raise UsageError("runs import reads reports: --format auto, playwright, junit or "
                              "ctrf")
-        result = m.import_report(report, fmt=fmt, product=product, run_id=run_id,
-                                 build_tag=build_tag, ci=ci)
+        result = with_ticker("reading the report", lambda: m.import_report(
+            report, fmt=fmt, product=product, run_id=run_id, build_tag=build_tag, ci=ci),
+            quiet=json_out)
     try:
         text = json.dumps(result.evidence, ensure_ascii=False, indent=1) + "\n"
         text.encode("utf-8")
@@ -126,6 +130,9 @@ def ingest(
                                           "the writer lease: queue the run for it and "
                                           "return at once with the queued item's id (the "
                                           "daemon applies it in order).")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what the run would "
+                                          "teach (changes with titles, proposals, each "
+                                          "failure's cause) and change nothing.")] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Learn from one test run (run evidence, or a Playwright JSON / JUnit XML report —
@@ -139,11 +146,23 @@ def ingest(
     While `memidex daemon` holds the writer lease, the daemon applies the run (the
     command waits for it, up to --wait seconds, or returns at once with --no-wait).
 
-    --json: {run_id, ordinal, changes: [{op, id}], proposals, analysis, ...}
-    (docs/schemas/runs-ingest.schema.json).
+    --json: {run_id, ordinal, changes: [{op, id}], proposals, analysis, ...}; with
+    --dry-run {…, dry_run: true, changes: [{op, id, title}], proposals: [{id, op,
+    record_id, reason}]} (docs/schemas/runs-ingest.schema.json).
     """
     from memidex.cli import plain
 
+    if dry_run:
+        if no_wait:
+            raise UsageError("give --dry-run or --no-wait, not both")
+        with memidex(reading=True) as m:
+            preview = m.preview(run_file, ci=ci, build_tag=build_tag, fmt=fmt,
+                                product=product, run_id=run_id)
+        if json_out:
+            _json(preview.to_json())
+        else:
+            _preview_text(preview)
+        return
     with memidex(wait=wait) as m:
         result = plain.with_progress(
             "curating", lambda cb: m.ingest(run_file, ci=ci, build_tag=build_tag,
@@ -177,29 +196,62 @@ def ingest(
         sys.stdout.write(f"  note: {_t(note)}\n")
 
 
-@runs_app.command("list")
-def list_runs(product: ProductOpt = None, json_out: JsonOpt = False) -> None:
-    """The runs ingested (of --product, default every product), in ordinal order.
+def _preview_text(p: Any) -> None:
+    from memidex.cli.plain import safe
 
-    --json: {runs: [{run_id, product, ordinal, build_tag, ci, verdicts, changes, ...}]}.
+    out = sys.stdout
+    if p.already:
+        out.write(f"{safe(p.run_id)}: already ingested at ordinal {p.ordinal}; ingesting it "
+                  "again would change nothing\n")
+        return
+    build = f", build {safe(p.build_tag)}" if p.build_tag else ""
+    out.write(f"{safe(p.run_id)} would be ordinal {p.ordinal} of {safe(p.product)}{build}"
+              f"{' (CI)' if p.ci else ''} — dry run, nothing was written\n")
+    for test_id, cause in sorted(p.analysis.items()):
+        out.write(f"  {safe(test_id)}: {cause}\n")
+    if not p.changes and not p.proposals:
+        out.write("  it would teach nothing new\n")
+    for op, rid, title in p.changes:
+        out.write(f"  {op:9} {safe(title)}\n            {safe(rid)}\n")
+    for pid, op, rid, reason in p.proposals:
+        out.write(f"  proposal {pid} ({op} {safe(rid)}): {safe(reason)}\n")
+    from memidex.cli.term import SETTINGS
+
+    if not SETTINGS.quiet:
+        for note in p.notes:
+            out.write(f"  note: {safe(note)}\n")
+
+
+def _titles(m: Any) -> dict[str, str]:
+    """Every record's title by id (all products), for listings that name records."""
+    return {r.id: r.title for r in m.list_records(all_products=True).records}
+
+
+@runs_app.command("list")
+def list_runs(product: ProductOpt = None, fmt: ListFormatOpt = None,
+              json_out: JsonOpt = False) -> None:
+    """The runs ingested (of --product, default every product), in ordinal order, with a
+    product column. A table on a terminal, tab-separated values otherwise.
+
+    --json: {runs: [{run_id, product, ordinal, build_tag, ci, verdicts, changes, ...}]}
+    (docs/schemas/runs-list.schema.json).
     """
+    from memidex.cli import views
+    from memidex.cli.term import listing_format
+
+    chosen = "json" if json_out else listing_format(fmt)
     with memidex(reading=True) as m:
         listing = m.runs(product)
-    if json_out:
+    if chosen == "json":
         _json(listing.to_json())
         return
     rows = [r.to_json() for r in listing.runs]
-    from rich.table import Table
+    if not rows and chosen == "table":
+        from memidex.cli.render import console
 
-    from memidex.cli.render import console
-
-    c = console()
-    if not rows:
-        c.print("no runs ingested yet: `memidex runs ingest RUN.json`")
+        console().print("no runs ingested yet: `memidex runs ingest RUN.json`")
         return
-    table = Table()
-    for col in ("run", "ordinal", "build", "verdicts", "changes"):
-        table.add_column(col, no_wrap=col != "changes")
+    out = []
     for r in rows:
         verdicts = " ".join(f"{k} {v}" for k, v in sorted(r["verdicts"].items()))
         changes = " ".join(f"{k} {v}" for k, v in r["changes"].items()) or "-"
@@ -208,23 +260,36 @@ def list_runs(product: ProductOpt = None, json_out: JsonOpt = False) -> None:
         if r["rolled_back"]:
             changes += " (rolled back)"
         build = (r["build_tag"] or "-") + (" CI" if r["ci"] else "")
-        table.add_row(_t(r["run_id"]), str(r["ordinal"]), _t(build), verdicts, _t(changes))
-    c.print(table)
+        out.append([r["product"], r["run_id"], str(r["ordinal"]), build, verdicts, changes])
+    views.table(["product", "run", "ordinal", "build", "verdicts", "changes"], out, chosen,
+                fold=("changes",))
 
 
 @runs_app.command("show")
 def show_run(
-    run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="The run's id.")],
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="The run's id, or a "
+                                          "unique prefix of one.",
+                                          autocompletion=complete.run_ids)],
     json_out: JsonOpt = False,
 ) -> None:
     """One ingested run: its ordinal, build, each test's verdict and root cause, the
-    records it was served, and the changes its curation made."""
+    records it was served, and the changes its curation made (with the records' titles).
+
+    --json: (docs/schemas/runs-show.schema.json).
+    """
     with memidex(reading=True) as m:
         detail = m.run(run_id)
+        titles = {} if json_out else _titles(m)
     if json_out:
         _json(detail.to_json())
         return
-    data = detail.to_json()
+    from memidex.cli.term import paged
+
+    with paged():
+        _run_text(detail.to_json(), titles)
+
+
+def _run_text(data: dict[str, Any], titles: dict[str, str]) -> None:
     from memidex.cli.render import console
 
     c = console()
@@ -246,7 +311,8 @@ def show_run(
     if data["changes"]:
         c.print("changes:")
         for ch in data["changes"]:
-            c.print(f"  {ch['op']:9} {_t(ch['id'])}")
+            title = titles.get(ch["id"], "(no longer in the records)")
+            c.print(f"  {ch['op']:9} {_t(title)}\n            [dim]{_t(ch['id'])}[/dim]")
     if data["proposals"]:
         c.print(f"proposals: {_t(', '.join(data['proposals']))}")
     if data["rolled_back"]:
@@ -257,36 +323,41 @@ def show_run(
 def diff(
     tag: Annotated[str, typer.Argument(metavar="TAG", help="A build tag runs used.")],
     product: ProductOpt = None,
+    fmt: ListFormatOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """What runs added, confirmed, superseded and deprecated since build TAG's first run.
+    """What runs added, confirmed, superseded and deprecated since build TAG's first run,
+    with each record's title. A table on a terminal, tab-separated values otherwise.
 
-    --json: {tag, product, since_ordinal, added, confirmed, superseded, deprecated}.
+    --json: {tag, product, since_ordinal, runs, added, confirmed, superseded,
+    deprecated} (docs/schemas/diff.schema.json).
     """
+    from memidex.cli import views
+    from memidex.cli.term import listing_format
+
+    chosen = "json" if json_out else listing_format(fmt)
     with memidex(reading=True) as m:
         report = m.diff(tag, product)
-    if json_out:
+        titles = {} if chosen == "json" else _titles(m)
+    if chosen == "json":
         _json(report.to_json())
         return
     data = report.to_json()
-    from rich.table import Table
+    rows = [[key, titles.get(rid, "(no longer in the records)"), rid]
+            for key in ("added", "confirmed", "superseded", "deprecated") for rid in data[key]]
+    if chosen == "table":
+        from memidex.cli.render import console
 
-    from memidex.cli.render import console
-
-    c = console()
-    c.print(f"since {_t(tag)} (ordinal {data['since_ordinal']}), {len(data['runs'])} run(s):")
-    table = Table()
-    table.add_column("change", no_wrap=True)
-    table.add_column("record", no_wrap=True, overflow="ignore")
-    for key in ("added", "confirmed", "superseded", "deprecated"):
-        for rid in data[key]:
-            table.add_row(key, _t(rid))
-    c.print(table)
+        console().print(f"since {_t(tag)} (ordinal {data['since_ordinal']}), "
+                        f"{len(data['runs'])} run(s):")
+    views.table(["change", "title", "record"], rows, chosen, fold=("title",))
 
 
 @knowledge.command()
 def rollback(
-    run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="The run to undo.")],
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="The run to undo (or a "
+                                          "unique prefix of its id).",
+                                          autocompletion=complete.run_ids)],
     cascade: Annotated[bool, typer.Option("--cascade", help="Also roll back later runs "
                                           "that changed the same records.")] = False,
     wait: WaitOpt = 10.0,
@@ -308,55 +379,47 @@ def rollback(
                      f"restored, {len(data['removed'])} removed\n")
 
 
-ProposalArg = Annotated[str | None, typer.Argument(metavar="ID", help="A proposal id.")]
+ProposalArg = Annotated[str | None, typer.Argument(
+    metavar="ID", help="A proposal id, or a unique prefix of one.",
+    autocompletion=complete.proposal_ids)]
 
 
 @knowledge.command()
 def proposals(
-    action: Annotated[str | None, typer.Argument(metavar="[accept|reject]",
-                                                 help="Apply or drop proposal ID.")] = None,
+    action: Annotated[str | None, typer.Argument(metavar="[show|accept|reject]",
+                                                 help="Show, apply or drop proposal ID.")
+                      ] = None,
     proposal_id: ProposalArg = None,
     wait: WaitOpt = 10.0,
+    fmt: ListFormatOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """The curation queue: changes a run proposed that the checks held back (they cite a
     missing record, contradict themselves, rewrite a person's record or too much at
-    once). `proposals accept ID` applies one through the writer; `reject ID` drops it.
+    once). `proposals show ID` prints the change as a diff of the record;
+    `proposals accept ID` applies one through the writer; `reject ID` drops it.
 
-    --json: {proposals: [{id, run_id, ordinal, op, record_id, path, reason}]}, or
-    {id, record_id, path, op, decision, changed}.
+    --json: {proposals: [{id, run_id, ordinal, op, record_id, path, reason}]}; show:
+    {…, expected, text, current}; accept|reject: {id, record_id, path, op, decision,
+    changed} (docs/schemas/proposals.schema.json).
     """
     if action is None:
-        with memidex(reading=True) as m:
-            listing = m.proposals()
-        if json_out:
-            _json(listing.to_json())
-            return
-        rows = [p.summary() for p in listing.proposals]
-        for bad in listing.damaged:
-            sys.stderr.write(f"warning: {_t(bad)} (left in the queue)\n")
-        from rich.table import Table
-
-        from memidex.cli.render import console
-
-        c = console()
-        if not rows:
-            c.print("no proposals.")
-            return
-        table = Table()
-        for col in ("id", "run", "op", "record", "reason"):
-            table.add_column(col, no_wrap=col in ("id", "run", "op"))
-        for r in rows:
-            table.add_row(_t(r["id"]), _t(r["run_id"]), r["op"], _t(r["record_id"]),
-                          _t(r["reason"]))
-        c.print(table)
+        _proposal_list(fmt, json_out)
         return
-    if action not in ("accept", "reject"):
-        raise UsageError(f"unknown action {action!r}", hint="use `proposals accept ID` or "
-                         "`proposals reject ID`")
+    if action not in ("show", "accept", "reject"):
+        raise UsageError(f"unknown action {action!r}", hint="use `proposals show ID`, "
+                         "`proposals accept ID` or `proposals reject ID`")
     if proposal_id is None:
         raise UsageError(f"`proposals {action}` needs a proposal ID",
                          hint="`memidex knowledge proposals` lists them")
+    if action == "show":
+        with memidex(reading=True) as m:
+            detail = m.proposal(proposal_id)
+        if json_out:
+            _json(detail.to_json())
+        else:
+            _proposal_diff(detail)
+        return
     with memidex(wait=wait) as m:
         decision = m.decide_proposal(proposal_id, accept=action == "accept")
     if json_out:
@@ -364,3 +427,57 @@ def proposals(
         return
     data = decision.to_json()
     sys.stdout.write(f"{data['decision']} {data['id']}: {data['op']} {data['record_id']}\n")
+
+
+def _proposal_list(fmt: str | None, json_out: bool) -> None:
+    from memidex.cli import views
+    from memidex.cli.term import SETTINGS, listing_format
+
+    chosen = "json" if json_out else listing_format(fmt)
+    with memidex(reading=True) as m:
+        listing = m.proposals()
+        titles = {} if chosen == "json" else _titles(m)
+    if chosen == "json":
+        _json(listing.to_json())
+        return
+    if not SETTINGS.quiet:
+        for bad in listing.damaged:
+            sys.stderr.write(f"warning: {_t(bad)} (left in the queue)\n")
+    rows = [p.summary() for p in listing.proposals]
+    if not rows and chosen == "table":
+        from memidex.cli.render import console
+
+        console().print("no proposals.")
+        return
+    views.table(["id", "run", "op", "record", "title", "reason"],
+                [[r["id"], r["run_id"], r["op"], r["record_id"],
+                  titles.get(r["record_id"], "(new record)"), r["reason"]] for r in rows],
+                chosen, fold=("title", "reason"))
+
+
+def _proposal_diff(detail: Any) -> None:
+    """The proposal as a unified diff of the record file (a new record: all added)."""
+    import difflib
+
+    from memidex.cli.plain import safe
+    from memidex.cli.term import colour, emit
+
+    p = detail.proposal
+    head = [f"proposal {p.id}: {p.op} {p.record_id} (run {p.run_id}, ordinal {p.ordinal})",
+            f"held back: {p.reason}", ""]
+    before = [] if detail.current is None else detail.current.splitlines(keepends=True)
+    after = detail.text.splitlines(keepends=True)
+    lines = list(difflib.unified_diff(before, after, fromfile="a/" + p.path if before
+                                      else "/dev/null", tofile="b/" + p.path))
+    if not lines:
+        lines = ["(the record's file already says this)\n"]
+    on = colour()
+    out = []
+    for line in lines:
+        text = safe(line.rstrip("\n"))
+        if on and line.startswith(("+", "-")) and not line.startswith(("+++", "---")):
+            text = f"\x1b[{'32' if line[0] == '+' else '31'}m{text}\x1b[0m"
+        elif on and line.startswith("@@"):
+            text = f"\x1b[36m{text}\x1b[0m"
+        out.append(text)
+    emit("\n".join([safe(h) for h in head] + out) + "\n")

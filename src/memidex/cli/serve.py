@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from memidex.cli import complete
 from memidex.cli.base import STATE, JsonOpt, ProductOpt, app
 from memidex.cli.fast import BriefArgs, run_brief
 
@@ -17,7 +18,8 @@ __all__: list[str] = []
 @app.command()
 def brief(
     test_id: Annotated[str, typer.Argument(metavar="TEST_ID", help="The test to brief, as "
-                                           "in the run evidence (e.g. checkout-happy-path).")],
+                                           "in the run evidence (e.g. checkout-happy-path).",
+                                           autocompletion=complete.test_ids)],
     product: ProductOpt = None,
     anchor: Annotated[
         list[str] | None,
@@ -27,7 +29,8 @@ def brief(
     at: Annotated[int | None, typer.Option("--at", help="Serve the brief a run at this "
                                            "ordinal was given (0 .. the next ordinal; "
                                            "default: the next).")] = None,
-    budget: Annotated[int | None, typer.Option("--budget", min=1, help="Fit the brief "
+    budget: Annotated[int | None, typer.Option("--budget", min=1, max=2**63 - 1,
+                                               help="Fit the brief "
                                                "into this many tokens (characters / 4): "
                                                "policies first, then whole records by "
                                                "rank.")] = None,

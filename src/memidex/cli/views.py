@@ -19,7 +19,7 @@ from memidex.cli.render import console, escape
 if TYPE_CHECKING:
     from memidex.app import CheckReport, RecordList, ShownRecord
 
-__all__ = ["check", "doctor", "github_data", "github_property", "listing", "show"]
+__all__ = ["check", "doctor", "github_data", "github_property", "listing", "show", "table"]
 
 
 def _t(text: object, *, lines: bool = False) -> str:
@@ -64,23 +64,38 @@ def show(shown: ShownRecord) -> None:
         c.print(f"[red]the same id is also in {_t(', '.join(shown.duplicates))}[/red]")
 
 
-def listing(listing: RecordList) -> None:
-    c = console()
-    rows = listing.records
-    if not rows:
-        c.print("no records.")
+def table(header: list[str], rows: list[list[str]], fmt: str, *, fold: tuple[str, ...] = (),
+          footer: str = "") -> None:
+    """Rows for people (a rich table, paged when long) or for programs (``tsv``,
+    ``csv``: a header line, one row a line, nothing else)."""
+    from memidex.cli.term import emit, paged, rows_text
+
+    if fmt in ("tsv", "csv"):
+        emit(rows_text(header, rows, fmt))
         return
     from rich.table import Table
 
-    table = Table(show_lines=False)
-    table.add_column("kind", no_wrap=True)
-    table.add_column("status", no_wrap=True)
-    table.add_column("id", no_wrap=True, overflow="ignore")
-    table.add_column("title", overflow="fold")
+    t = Table(show_lines=False)
+    for col in header:
+        t.add_column(col, no_wrap=col not in fold, overflow="fold" if col in fold else
+                     "ignore")
     for row in rows:
-        table.add_row(_t(row.kind), _t(row.status), _t(row.id), _t(row.title))
-    c.print(table)
-    c.print(f"{len(rows)} record(s)")
+        t.add_row(*(_t(v) for v in row))
+    with paged():
+        c = console()
+        c.print(t)
+        if footer:
+            c.print(footer)
+
+
+def listing(listing: RecordList, fmt: str = "table", *, products: bool = False) -> None:
+    rows = listing.records
+    if not rows and fmt == "table":
+        console().print("no records.")
+        return
+    header = (["product"] if products else []) + ["kind", "status", "id", "title"]
+    table(header, [([r.product] if products else []) + [r.kind, r.status, r.id, r.title]
+                   for r in rows], fmt, fold=("title",), footer=f"{len(rows)} record(s)")
 
 
 def github_data(text: str) -> str:
@@ -112,6 +127,16 @@ def check(report: CheckReport, fmt: str) -> None:
         out.write(f"ok: {report.records} records and {report.policies} policies are valid\n")
 
 
+def recs_present(report: dict[str, Any]) -> bool:
+    """Whether the repository was set up for memidex (its knowledge folder exists, or
+    doctor found records)."""
+    from pathlib import Path
+
+    cfg, recs = report["config"], report["records"]
+    folder = Path(str(cfg.get("root"))) / str(cfg.get("knowledge_dir"))
+    return bool(recs["count"] or recs["errors"]) or folder.is_dir()
+
+
 def doctor(report: dict[str, Any]) -> None:
     c = console()
     ok = "[green]healthy[/green]" if report["healthy"] else "[red]unhealthy[/red]"
@@ -131,7 +156,10 @@ def doctor(report: dict[str, Any]) -> None:
     else:
         why = idx.get("reason") or idx.get("quick_check")
         c.print(f"  [red]unavailable[/red]: {_t(str(why))}")
-        c.print("  run `memidex knowledge rebuild-index`")
+        if report["config"].get("config_file") is None and not recs_present(report):
+            c.print("  this folder is not set up for memidex: run `memidex init`")
+        else:
+            c.print("  run `memidex knowledge rebuild-index`")
     recs = report["records"]
     c.print(f"records: {recs['count']}, {len(recs['errors'])} error(s)")
     for e in recs["errors"][:20]:
@@ -148,6 +176,8 @@ def doctor(report: dict[str, Any]) -> None:
         c.print(f"lease: held by pid {lease.get('pid')} on {_t(str(lease.get('host')))}, "
                 f"epoch {lease.get('epoch')}, heartbeat {age if age is not None else '?'}s ago"
                 + ("" if lease.get("alive", True) else " [yellow](holder looks dead)[/yellow]"))
+    elif lease.get("epoch") is None:
+        c.print("lease: free (no writer has written here yet)")
     else:
         c.print(f"lease: free (epoch {lease.get('epoch')}, authority "
                 f"{lease.get('authority')})")
@@ -161,5 +191,6 @@ def doctor(report: dict[str, Any]) -> None:
     for note in report.get("notes", []):
         c.print(f"[yellow]note[/yellow]: {_t(note)}")
     cfg = report["config"]
-    c.print(f"config: root {_t(str(cfg['root']))}, product {_t(repr(cfg['product']))}, "
-            f"file {_t(str(cfg['config_file']))}")
+    product = repr(cfg["product"]) if cfg["product"] else "none (set `product` in memidex.toml)"
+    c.print(f"config: root {_t(str(cfg['root']))}, product {_t(product)}, "
+            f"file {_t(str(cfg['config_file'] or 'none (no memidex.toml)'))}")

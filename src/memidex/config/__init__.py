@@ -72,6 +72,7 @@ class Config:
     secrets_file: str = ".agent-qa/secrets.yaml"
     model_cache_dir: str = "~/.cache/memidex/models"
     lease_ttl_seconds: float = 30.0
+    notes_max_age_hours: float = 168.0  # working memory older than this is pruned (a week)
     promotion: PromotionPolicy = PromotionPolicy()  # [promotion]: docs/trust.md
     secrets: Mapping[str, Any] = field(default_factory=dict)  # [secrets] allow = [...]
     brief: BriefOptions = BriefOptions()  # [brief]: docs/brief.md
@@ -151,9 +152,9 @@ def _check_value(key: str, value: Any, source: str) -> Any:
         if not isinstance(value, str) or (key != "product" and not value):
             raise ConfigError(f"{source}: `{key}` must be a non-empty string")
         return value
-    if key == "lease_ttl_seconds":
+    if key in ("lease_ttl_seconds", "notes_max_age_hours"):
         if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-            raise ConfigError(f"{source}: `lease_ttl_seconds` must be a positive number")
+            raise ConfigError(f"{source}: `{key}` must be a positive number")
         return float(value)
     if key == "promotion":
         if not isinstance(value, dict):

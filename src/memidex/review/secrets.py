@@ -108,6 +108,18 @@ def _line_of(text: str, value: str, start: int = 0) -> int:
     return 1 + text.count("\n", 0, max(at, 0))
 
 
+_TOKEN_CHARS = r"[A-Za-z0-9_\-+/=.]*"
+
+
+def _whole(text: str, value: str) -> list[str]:
+    """The whole tokens around each occurrence of ``value``: some detectors answer only
+    a part of what they matched (GitHub's answers ``ghp`` for ``ghp_…``), and a part is
+    neither what must be masked nor a fingerprint worth allowing."""
+    found = re.findall(_TOKEN_CHARS + re.escape(value) + _TOKEN_CHARS, text)
+    out = sorted({w.strip(".") for w in found if w.strip(".")}, key=len, reverse=True)
+    return out or [value]
+
+
 def scan_text(path: str, text: str, secrets: Sequence[tuple[str, str]] = (),
               allow: Iterable[str] = ()) -> list[Finding]:
     """Every possible secret in one record file's text (see the module docstring)."""
@@ -127,7 +139,8 @@ def scan_text(path: str, text: str, secrets: Sequence[tuple[str, str]] = (),
     for detector in _detectors():
         for value in detector.analyze_string(text):
             if isinstance(value, str) and value:
-                add(detector.secret_type, value, _line_of(text, value))
+                for whole in _whole(text, value):
+                    add(detector.secret_type, whole, _line_of(text, whole))
     b64, hexa = _entropy()
     for n, line in enumerate(text.splitlines(), start=1):
         if "observed: " not in line:

@@ -64,7 +64,7 @@ def _check(req: BriefRequest) -> None:
                              hint="an anchor is type:value with a lowercase type, e.g. "
                              "el:button:place-order or page:/checkout")
     if req.budget is not None and not 1 <= req.budget <= 2**63 - 1:
-        raise UsageError("--budget must be a whole number of tokens >= 1")
+        raise UsageError(f"--budget must be a whole number of tokens from 1 to {2**63 - 1:,}")
     if req.limit is not None and not 1 <= req.limit <= MAX_LIMIT:
         raise UsageError(f"--limit must be a whole number from 1 to {MAX_LIMIT}")
     if req.at is not None and req.at < 0:
