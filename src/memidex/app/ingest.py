@@ -224,6 +224,9 @@ def ingest_job(session: WriterSession, job: Mapping[str, Any], *, config: Config
     all_notes = tuple(notes + (the_plan.notes if the_plan is not None else []))
     runs.save_result(_result(run, n, tuple(changes), tuple(proposals), done=True,
                              notes=all_notes), state)
+    from memidex.runstate.notes import notes_path
+
+    state.remove(notes_path(config, run.run_id))  # working memory lives for one run only
     steps = [s for s in session.journal.pending_steps() if s.startswith(f"model:{run.run_id}:")]
     for s in steps:
         session.journal.mark_step_done(s)

@@ -30,7 +30,7 @@ from memidex.masking import Masker
 from memidex.store.fsio import append, dump_json, refuse_symlink
 
 __all__ = ["MAX_NOTE_CHARS", "MAX_NOTES", "Note", "add", "forget", "notes", "notes_dir",
-           "prune"]
+           "notes_path", "prune"]
 
 MAX_NOTE_CHARS = 2000
 """The longest note (characters): a note is a line or two, not a log."""
@@ -55,7 +55,7 @@ def notes_dir(config: Config) -> Path:
     return config.state_path / "notes"
 
 
-def _path(config: Config, run_id: str) -> Path:
+def notes_path(config: Config, run_id: str) -> Path:
     if not isinstance(run_id, str) or not _RUN_ID_RE.fullmatch(run_id):
         raise UsageError(f"run id {_short(run_id)!r} must be letters, digits, . _ - "
                          "(starting with a letter or digit, at most 128)")
@@ -72,7 +72,7 @@ def add(config: Config, run_id: str, text: str, *, masker: Masker,
     """Append one note to run ``run_id``'s working memory (masked), after pruning notes
     older than ``config.notes_max_age_hours``. ``ingested``: the run is already ingested
     — refused, its working memory is gone with it."""
-    path = _path(config, run_id)
+    path = notes_path(config, run_id)
     if ingested:
         raise UsageError(f"run {run_id} is already ingested: its working memory is gone",
                          hint="notes live for one run only; use a new run id for the "
@@ -100,7 +100,7 @@ def add(config: Config, run_id: str, text: str, *, masker: Masker,
 def notes(config: Config, run_id: str) -> list[Note]:
     """Run ``run_id``'s notes, oldest first (none: an empty list). A line that is not a
     note (a torn write, an edit by hand) is skipped."""
-    path = _path(config, run_id)
+    path = notes_path(config, run_id)
     try:
         data = path.read_bytes()
     except (FileNotFoundError, NotADirectoryError):
@@ -123,7 +123,7 @@ def notes(config: Config, run_id: str) -> list[Note]:
 def forget(config: Config, run_id: str) -> bool:
     """Remove run ``run_id``'s notes (the ingest calls this once the run is ingested);
     whether there were any."""
-    path = _path(config, run_id)
+    path = notes_path(config, run_id)
     try:
         path.unlink()
     except (FileNotFoundError, NotADirectoryError):
