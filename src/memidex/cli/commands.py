@@ -352,6 +352,7 @@ def add(
 
 
 from memidex.cli import curate as _curate  # noqa: E402,F401  (curation commands, daemon)
+from memidex.cli import dashboard as _dashboard  # noqa: E402,F401  (dashboard)
 from memidex.cli import mcpcmd as _mcpcmd  # noqa: E402,F401  (mcp)
 from memidex.cli import review as _review  # noqa: E402,F401  (merge-driver, knowledge review)
 from memidex.cli import runs as _runs  # noqa: E402,F401  (runs, diff, rollback, proposals)
