@@ -90,7 +90,7 @@ def test_every_page_answers_with_the_security_headers(server: Server, shop: Shop
         assert "script-src 'self'" in CSP and "unsafe-inline" not in CSP
         assert headers["x-content-type-options"] == "nosniff"
         assert headers["x-frame-options"] == "DENY"
-        assert headers["referrer-policy"] == "no-referrer"
+        assert headers["referrer-policy"] == "same-origin"
         assert headers["cache-control"] == "no-store"
         assert "server" not in headers
         # everything the page loads comes from the dashboard itself

@@ -3,9 +3,10 @@
 :func:`build_shop` makes a copy of the example knowledge the way
 ``scripts/learn_examples.py`` does — ``memidex.toml``, ``policies/`` and the hand-written
 records about subjects the runs do not teach — and ingests the ten example runs
-(``examples/runs/``) through the library, with ``[learning] max_rewrites = 2`` so that
-run r-0058's three supersessions wait as proposals. A record whose title and body are
-hostile HTML is added as a person would add it. :class:`Server` starts ``memidex
+(``examples/runs/``) through the library. A record whose title and body are hostile HTML
+is added as a person would add it. Then a build v1.5.1 regresses to v1.4.3's checkout:
+run r-0061 (r-0056's evidence again) is ingested with ``[learning] max_rewrites = 0``, so
+its supersessions wait as proposals a person can accept. :class:`Server` starts ``memidex
 dashboard --port 0`` in a subprocess and reads the address it prints.
 
 The tests here check the shop itself: a dashboard test that found no proposal or no
@@ -36,6 +37,7 @@ HOSTILE_TITLE = ('<script>window.__pwned = 1</script><img src=x '
 HOSTILE_BODY = ('<svg onload="window.__pwned = 3; alert(3)"></svg> '
                 '"><iframe src=javascript:alert(4)> pwn «body»')
 HOSTILE_ANCHOR = "el:button:pwn"
+REGRESSION = "r-0061"
 
 
 def _front(path: Path) -> dict[str, str]:
@@ -66,8 +68,6 @@ def build_shop(root: Path) -> Shop:
     root.mkdir(parents=True)
     git(root, "init", "-q")
     shutil.copy(REPO_ROOT / "memidex.toml", root / "memidex.toml")
-    with (root / "memidex.toml").open("a", encoding="utf-8") as f:
-        f.write("\n[learning]\nmax_rewrites = 2\n")
     shutil.copytree(REPO_ROOT / "policies", root / "policies")
     init_repository(root)
     src = REPO_ROOT / RECORDS
@@ -79,12 +79,21 @@ def build_shop(root: Path) -> Shop:
             dst = root / RECORDS / path.relative_to(src)
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, dst)
-    proposals: list[str] = []
     with Memidex(root) as m:
         for run in sorted((REPO_ROOT / "examples/runs").glob("*.json")):
-            proposals += m.ingest(run).proposals
+            m.ingest(run)
         hostile = m.add(kind="fact", anchors=[HOSTILE_ANCHOR, "page:/checkout"],
                         title=HOSTILE_TITLE, body=HOSTILE_BODY)
+    # build v1.5.1 regressed to v1.4.3's checkout (r-0056's steps again); with no
+    # rewrite allowed, its supersessions wait for a person
+    with (root / "memidex.toml").open("a", encoding="utf-8") as f:
+        f.write("\n[learning]\nmax_rewrites = 0\n")
+    regression = json.loads((REPO_ROOT / "examples/runs/r-0056.json").read_text("utf-8"))
+    regression.update(run_id=REGRESSION, build_tag="v1.5.1")
+    run_file = root.parent / f"{REGRESSION}.json"
+    run_file.write_text(json.dumps(regression), encoding="utf-8")
+    with Memidex(root) as m:
+        proposals = list(m.ingest(run_file).proposals)
     return Shop(root, hostile.id, tuple(proposals))
 
 
@@ -171,10 +180,10 @@ class Server:
 def test_the_shop_has_runs_proposals_and_a_hostile_record(tmp_path: Path) -> None:
     shop = build_shop(tmp_path / "shop")
     runs = cli_json(shop.root, "runs", "list")["runs"]
-    assert [r["run_id"] for r in runs] == [f"r-00{n}" for n in range(51, 61)]
+    assert [r["run_id"] for r in runs] == [f"r-00{n}" for n in range(51, 62)]
     listed = cli_json(shop.root, "knowledge", "proposals")["proposals"]
-    assert len(listed) == 3 and {p["id"] for p in listed} == set(shop.proposals)
-    assert {p["run_id"] for p in listed} == {"r-0058"}
+    assert len(listed) >= 2 and {p["id"] for p in listed} == set(shop.proposals)
+    assert {p["run_id"] for p in listed} == {REGRESSION}
     shown = cli_json(shop.root, "knowledge", "show", shop.hostile_id)
     assert shown["title"] == HOSTILE_TITLE and "<svg onload" in shown["body"]
     causes = {t["cause"] for r in runs for t in

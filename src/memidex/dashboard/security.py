@@ -17,8 +17,9 @@ requests may write, and the headers every answer carries.
   403 and nothing is written.
 * **Headers**: a Content-Security-Policy allowing scripts, styles and images from the
   dashboard itself only (no inline script, no inline style, no frames, forms only to
-  itself), ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: no-referrer``,
-  ``X-Frame-Options: DENY``, ``Cache-Control: no-store`` on pages.
+  itself), ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: same-origin`` (with
+  ``no-referrer`` a browser sends ``Origin: null`` with every form), ``X-Frame-Options:
+  DENY``, ``Cache-Control: no-store`` on pages.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self';
 HEADERS: tuple[tuple[bytes, bytes], ...] = (
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
+    (b"referrer-policy", b"same-origin"),
     (b"x-frame-options", b"DENY"),
     (b"cross-origin-opener-policy", b"same-origin"),
     (b"cross-origin-resource-policy", b"same-origin"),
