@@ -17,7 +17,7 @@ from conftest import REPO_ROOT, run_cli
 SCHEMAS = REPO_ROOT / "docs/schemas"
 # git's merge-driver protocol (%O %A %B %P, exit status) is its output: no JSON; and
 # `mcp` speaks the MCP protocol on stdout (its tools answer the other commands' objects)
-NO_JSON = {"merge-driver", "mcp"}
+NO_JSON = {"merge-driver", "mcp", "dashboard"}
 
 
 def _validate(name: str, out: subprocess.CompletedProcess[str]) -> dict[str, Any]:

@@ -280,8 +280,13 @@ def record_action(m: Memidex, r: Req) -> Redirect:
 
 
 def records_page(m: Memidex, r: Req) -> Page:
+    """``knowledge list``; without a filter, the candidates (the records waiting for a
+    person): listing every record of a large product sorts all of them (~0.1 s at
+    100,000 records), so that is asked for (``status=any``), not the default."""
     product = _product(m, r)
     kinds, statuses = r.args("kind"), r.args("status")
+    if not kinds and not statuses:
+        statuses = ["candidate"]
     limit = r.number("limit", 200, 1, 5000)
     listing = m.list_records(product=product, kinds=kinds, statuses=statuses or None,
                              limit=limit)
