@@ -111,7 +111,7 @@ class Server:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "memidex", "--root", str(root), "dashboard", "--port", "0",
              *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={**base, **(env or {})})
+            env={**base, "HOME": str(root), **(env or {})})
         self.lines: list[str] = []
         assert self.proc.stdout is not None
         lines: queue.Queue[str | None] = queue.Queue()
