@@ -81,6 +81,8 @@ RANK = {
     # `memidex mcp`: MCP tools and resources over one facade; only the `mcp` command
     # imports it, and only it imports the MCP SDK
     "mcpserver": 7.2,
+    # `memidex dashboard`: web pages over one facade, imported only by that command
+    "dashboard": 7.2,
     # the package root re-exports `Memidex` lazily (PEP 562), so it sits above the facade;
     # a lower layer reads the version from `_version`, never from the root
     "memidex": 7.5,

@@ -17,8 +17,8 @@ from conftest import REPO_ROOT, run_cli
 SCHEMAS = REPO_ROOT / "docs/schemas"
 # git's merge-driver protocol (%O %A %B %P, exit status) is its output: no JSON; `mcp`
 # speaks the MCP protocol on stdout (its tools answer the other commands' objects); `help`
-# prints a command's help or a page of the docs
-NO_JSON = {"merge-driver", "mcp", "help"}
+# prints a command's help or a page of the docs; `dashboard` serves pages
+NO_JSON = {"merge-driver", "mcp", "help", "dashboard"}
 
 
 def _validate(name: str, out: subprocess.CompletedProcess[str]) -> dict[str, Any]:

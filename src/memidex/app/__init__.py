@@ -22,17 +22,20 @@ from memidex.app.results import (
     CurationResult,
     DiffReport,
     DoctorReport,
+    HealthStatus,
     IngestPreview,
     IngestResult,
     ProposalDecision,
     ProposalDetail,
     ProposalList,
+    RecordCounts,
     RecordList,
     RollbackResult,
     RunDetail,
     RunList,
     SearchResult,
     ShownRecord,
+    TrustSeries,
 )
 from memidex.config import Config, load_config
 from memidex.store.files import Store
@@ -58,17 +61,20 @@ __all__ = [
     "DiffReport",
     "DoctorReport",
     "IngestPreview",
+    "HealthStatus",
     "IngestResult",
     "Memidex",
     "ProposalDecision",
     "ProposalDetail",
     "ProposalList",
+    "RecordCounts",
     "RecordList",
     "RollbackResult",
     "RunDetail",
     "RunList",
     "SearchResult",
     "ShownRecord",
+    "TrustSeries",
 ]
 
 LEVELS = ("memidex", "lexical-only", "static-floor", "bundle-scan")
@@ -191,6 +197,14 @@ class Memidex:
         return self.reading.brief(test_id, product=product, anchors=anchors, at=at,
                                   budget=budget, limit=limit, explain=explain, record=record)
 
+    def record_counts(self) -> RecordCounts:
+        """Records by product, kind and status (the dashboard's overview)."""
+        return self.reading.counts()
+
+    def trust_series(self, id_or_prefix: str) -> TrustSeries:
+        """A record's trust at each run ordinal, every version (the dashboard's chart)."""
+        return self.reading.trust_series(id_or_prefix)
+
     def ordinal_floor(self, product: str) -> int:
         """The highest run ordinal ``product``'s records name (0: none)."""
         return self.reading.ordinal_floor(product)
@@ -228,6 +242,10 @@ class Memidex:
     def doctor(self) -> DoctorReport:
         """``doctor``: the search level, index health, staleness, errors, the lease."""
         return self._health.doctor()
+
+    def health_status(self) -> HealthStatus:
+        """What ``doctor`` reports at no O(N) cost: level, index as opened, lease."""
+        return self._health.status()
 
     # --- curation ------------------------------------------------------------------
 

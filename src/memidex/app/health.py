@@ -13,7 +13,7 @@ from memidex.store.files import LoadedRecord, Store
 
 if TYPE_CHECKING:
     from memidex.app.reading import Reading
-    from memidex.app.results import CheckReport, DoctorReport
+    from memidex.app.results import CheckReport, DoctorReport, HealthStatus
 
 __all__ = ["LEVELS", "Health"]
 
@@ -138,13 +138,7 @@ class Health:
         if errors:
             healthy = False
         level = "lexical-only" if db is not None else "bundle-scan"
-        lease = self.lease_status()
-        from memidex.write.inbox import inbox_report, live_daemon
-
-        lease["inbox"], waiting = inbox_report(self.store.queue_dir,
-                                               daemon_live=live_daemon(self.store) is not None)
-        if waiting is not None:
-            lease.setdefault("notes", []).append(waiting)
+        lease = self.lease_report()
         notes += lease.get("notes", [])
         if self.config.problems:
             notes.append(f"{len(self.config.problems)} problem(s) in "
@@ -155,9 +149,7 @@ class Health:
         merge = merge_driver_status(self.config.root)
         if not merge["ok"]:  # every fresh clone: a note, not a failure (docs/review.md)
             notes.append(f"{merge['problem']}; run `{merge['fix']}` to set it up")
-        levels = {name: ("in use" if name == level else _UNAVAILABLE_LEVELS.get(
-            name, "available" if name == "bundle-scan" else "index unavailable"))
-            for name in LEVELS}
+        levels = _levels(level)
         return DoctorReport(
             healthy=healthy, level=level, levels=levels, index=index,
             record_count=record_count, errors=tuple(errors), lease=lease,
@@ -179,13 +171,7 @@ class Health:
             "tokenizer": meta.get("tokenizer"), "fingerprint": meta.get("fingerprint"),
             "records": counts["records"], "policies": counts["policies"],
             "migrations": shape["migrations"], "tables": shape["tables"],
-            "staleness": {
-                "method": rep.method if rep else "stat",
-                "how": _STALENESS_HOW[rep.method if rep else "stat"],
-                "added": len(rep.added) if rep else 0,
-                "changed": len(rep.changed) if rep else 0,
-                "deleted": len(rep.deleted) if rep else 0,
-            },
+            "staleness": _staleness(rep),
         })
         errors += [Problem(p, ln, r) for p, ln, r in problems(db)]
         for rid, paths in duplicate_ids(db):
@@ -216,6 +202,60 @@ class Health:
         from memidex.write.status import lease_status
 
         return lease_status(self.config.knowledge_path)
+
+    def lease_report(self) -> dict[str, Any]:
+        """The lease as ``doctor`` reports it, with the daemon's inbox."""
+        from memidex.write.inbox import inbox_report, live_daemon
+
+        lease = self.lease_status()
+        lease["inbox"], waiting = inbox_report(self.store.queue_dir,
+                                               daemon_live=live_daemon(self.store) is not None)
+        if waiting is not None:
+            lease.setdefault("notes", []).append(waiting)
+        return lease
+
+    def status(self) -> HealthStatus:
+        """The search level and why, the index as opened and the lease — what ``doctor``
+        reports at no O(N) cost (no ``quick_check``, no comparison with the files), for a
+        page that is loaded again and again (the dashboard's overview)."""
+        from memidex.app.results import HealthStatus
+        from memidex.index.schema import SCHEMA_VERSION
+
+        db = self.reading.open()
+        index: dict[str, Any] = {"path": self.store.rel(self.config.index_path),
+                                 "exists": self.config.index_path.exists(),
+                                 "expected_schema_version": SCHEMA_VERSION}
+        if db is not None:
+            try:
+                meta, counts = db.meta(), db.counts()
+                index.update({"schema_version": int(meta.get("schema_version", "0")),
+                              "records": counts["records"], "policies": counts["policies"],
+                              "problems": counts["problems"],
+                              "staleness": _staleness(self.reading.last_refresh)})
+            except IndexUnavailableError as exc:
+                self.reading.damaged(exc)
+                db = None
+        if db is None:
+            index["reason"] = self.reading.note
+        level = "lexical-only" if db is not None else "bundle-scan"
+        return HealthStatus(level, _levels(level), self.reading.note, index,
+                            self.lease_report())
+
+
+def _levels(level: str) -> dict[str, str]:
+    """Each search level, and whether it is in use (or why not)."""
+    return {name: ("in use" if name == level else _UNAVAILABLE_LEVELS.get(
+        name, "available" if name == "bundle-scan" else "index unavailable"))
+        for name in LEVELS}
+
+
+def _staleness(rep: Any) -> dict[str, Any]:
+    """How the last refresh found changed files, and what it found."""
+    method = rep.method if rep else "stat"
+    return {"method": method, "how": _STALENESS_HOW[method],
+            "added": len(rep.added) if rep else 0,
+            "changed": len(rep.changed) if rep else 0,
+            "deleted": len(rep.deleted) if rep else 0}
 
 
 def _line_of_path(store: Store, path: str, key: str) -> int:

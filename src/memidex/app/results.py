@@ -24,10 +24,10 @@ if TYPE_CHECKING:  # a search on an up-to-date index loads neither
     from memidex.search.ranking import SearchHit
 
 __all__ = ["AddResult", "CheckReport", "CurationResult", "DiffReport", "DoctorReport",
-           "IngestPreview", "IngestResult", "ProposalDecision", "ProposalDetail",
-           "ProposalList", "RecordList",
-           "RollbackResult", "RunDetail", "RunList", "RunRow", "RunTest", "SearchResult",
-           "ShownRecord"]
+           "HealthStatus", "IngestPreview", "IngestResult", "ProposalDecision", "ProposalDetail",
+           "ProposalList", "RecordCounts", "RecordList", "RollbackResult", "RunDetail",
+           "RunList", "RunRow", "RunTest", "SearchResult", "ShownRecord", "TrustPoint",
+           "TrustSeries"]
 
 
 @dataclass(frozen=True)
@@ -404,3 +404,83 @@ class ProposalDetail:
     def to_json(self) -> dict[str, Any]:
         return {**self.proposal.summary(), "expected": self.proposal.expected,
                 "text": self.text, "current": self.current}
+
+
+@dataclass(frozen=True)
+class RecordCounts:
+    """How many records there are by product, kind and status — what counting the rows of
+    ``knowledge list --all-products --json`` gives, in one query (the dashboard's overview)."""
+
+    rows: tuple[tuple[str, str, str, int], ...]  # (product, kind, status, count), sorted
+    level: str  # lexical-only (the index) or bundle-scan (the records read)
+
+    def products(self) -> list[str]:
+        return sorted({r[0] for r in self.rows})
+
+    def of(self, product: str) -> dict[str, dict[str, int]]:
+        """kind -> status -> count, for one product."""
+        out: dict[str, dict[str, int]] = {}
+        for p, kind, status, n in self.rows:
+            if p == product:
+                out.setdefault(kind, {})[status] = n
+        return out
+
+    def total(self, product: str | None = None) -> int:
+        return sum(r[3] for r in self.rows if product is None or r[0] == product)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"level": self.level,
+                "products": {p: {"total": self.total(p), "kinds": self.of(p)}
+                             for p in self.products()}}
+
+
+@dataclass(frozen=True)
+class HealthStatus:
+    """What ``doctor`` says that costs no walk of the index: the search level and why,
+    the index as opened (schema, row counts, what its refresh found), the lease and the
+    daemon's inbox. Every key means what it means in ``doctor --json``; ``doctor`` adds
+    ``quick_check``, the files compared with the index and the records' problems (O(N):
+    ~0.3 s at 100,000 records)."""
+
+    level: str
+    levels: Mapping[str, str]
+    note: str
+    index: Mapping[str, Any]
+    lease: Mapping[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"level": self.level, "levels": dict(self.levels), "note": self.note,
+                "index": dict(self.index), "lease": dict(self.lease)}
+
+
+@dataclass(frozen=True)
+class TrustPoint:
+    """A record's trust as a brief at ``ordinal`` would weigh it (``version``: 1 the
+    oldest in its history, the current version last)."""
+
+    ordinal: int
+    version: int
+    status: str
+    value: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ordinal": self.ordinal, "version": self.version, "status": self.status,
+                "value": self.value}
+
+
+@dataclass(frozen=True)
+class TrustSeries:
+    """A record's trust over run ordinals, from its oldest version's start to the
+    product's next ordinal (:func:`memidex.trust.record_trust` of the version whose window
+    holds each ordinal; a gap where no version does). At most ``MAX_POINTS`` ordinals,
+    evenly spread, the first and the last always among them."""
+
+    record_id: str
+    product: str
+    next_ordinal: int
+    points: tuple[TrustPoint, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"record_id": self.record_id, "product": self.product,
+                "next_ordinal": self.next_ordinal,
+                "points": [p.to_json() for p in self.points]}

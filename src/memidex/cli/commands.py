@@ -431,6 +431,7 @@ def doc_topics() -> dict[str, Path]:
 
 
 from memidex.cli import curate as _curate  # noqa: E402,F401  (curation commands, daemon)
+from memidex.cli import dashboard as _dashboard  # noqa: E402,F401  (dashboard)
 from memidex.cli import mcpcmd as _mcpcmd  # noqa: E402,F401  (mcp)
 from memidex.cli import notes as _notes  # noqa: E402,F401  (notes add|list)
 from memidex.cli import review as _review  # noqa: E402,F401  (merge-driver, knowledge review)
