@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import socket
+import signal
 import threading
 import webbrowser
 from collections.abc import Callable
@@ -79,7 +80,18 @@ def serve(m: Memidex, *, host: str, port: int, token: str | None, open_browser: 
                         ).start()
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
                             server_header=False, date_header=False)
+    # uvicorn shuts down on SIGTERM, then raises the signal again with the handler it
+    # found: a handler of ours makes that a clean exit (atexit runs, exit status 0)
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _stopped)
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         sock.close()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _stopped(_signum: int, _frame: object) -> None:
+    raise SystemExit(0)
