@@ -5,8 +5,8 @@ SIGTERM."""
 from __future__ import annotations
 
 import errno
-import socket
 import signal
+import socket
 import threading
 import webbrowser
 from collections.abc import Callable
