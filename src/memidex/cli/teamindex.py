@@ -1,21 +1,21 @@
 """``memidex index push`` (docs/team-index.md): bring the team index to the branch's HEAD.
 
-Not registered yet: the lead adds ``app.add_typer(index, name="index")`` in
-``memidex.cli.commands`` once ``[index] url`` is in the config. The command parses its
-options and calls :func:`memidex.teamindex.push`; a :class:`MemidexError` leaves it for
-the one handler in :mod:`memidex.cli.main` (one ``error:`` line, the exit code).
+Registered on :data:`memidex.cli.base.app` (as ``index``) when :mod:`memidex.cli.commands`
+loads. The command parses its options, takes the URL from ``--url``, else ``[index] url``
+(``MEMIDEX_INDEX_URL`` overrides it), and calls :func:`memidex.teamindex.push`; a
+:class:`MemidexError` leaves it for the one handler in :mod:`memidex.cli.main` (one
+``error:`` line, the exit code).
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from memidex.cli.base import STATE, JsonOpt
+from memidex.cli.base import STATE, JsonOpt, app
 from memidex.errors import ConfigError
 
 __all__ = ["index"]
@@ -25,15 +25,18 @@ index = typer.Typer(
     "share (docs/team-index.md).",
     no_args_is_help=True,
 )
+app.add_typer(index, name="index")
 
 
 @index.command("push")
 def push_command(
     url: Annotated[str | None, typer.Option(
-        "--url", help="postgresql://USER:PASSWORD@HOST/DB (default: MEMIDEX_INDEX_URL).")
+        "--url", help="postgresql://USER:PASSWORD@HOST/DB (default: MEMIDEX_INDEX_URL, "
+        "else [index] url in memidex.toml).")
     ] = None,
     branch: Annotated[str | None, typer.Option(
-        "--branch", help="The branch to serve (default: the checked-out one).")] = None,
+        "--branch", help="The branch to serve (default: [index] branch, else the "
+        "checked-out one).")] = None,
     rewind: Annotated[bool, typer.Option(
         "--rewind", help="Serve the commit even when the index holds a newer one of the "
         "branch.")] = False,
@@ -44,16 +47,27 @@ def push_command(
     json_out: JsonOpt = False,
 ) -> None:
     """Bring the team index to the records at the branch's HEAD: a full load the first
-    time, then only what changed since the commit it holds, in one transaction."""
-    from memidex.config import find_root
+    time, then only what changed since the commit it holds, in one transaction.
+
+    Reads the commit's records and policies from git (never the work tree), and merges
+    this machine's run store (test anchors, run counters) into the branch's. Writes
+    nothing to the records; readers see the old snapshot or the new one, whole.
+
+    --json: {action, branch, commit, previous, records, added, changed, deleted, policies,
+    problems, test_anchors, seconds, url (password masked), notes}
+    (docs/schemas/index-push.schema.json).
+    """
+    from memidex.config import load_config
     from memidex.teamindex import push
 
-    target = url or os.environ.get("MEMIDEX_INDEX_URL")
+    config = load_config(root or STATE.root)
+    target = url or config.index.url
     if not target:
-        raise ConfigError("no team index URL: pass --url or set MEMIDEX_INDEX_URL",
+        raise ConfigError("no team index URL: pass --url, set MEMIDEX_INDEX_URL or "
+                          "[index] url in memidex.toml",
                           hint="e.g. --url postgresql://memidex:PASSWORD@db.internal/memidex")
-    where = root or STATE.root or find_root()
-    report = push(where, target, branch=branch, rewind=rewind, jobs=jobs)
+    report = push(config.root, target, branch=branch or config.index.branch, rewind=rewind,
+                  jobs=jobs)
     if json_out:
         from memidex.cli.render import print_json
 

@@ -2,7 +2,7 @@
 
 Precedence is flags > environment > file > defaults. This is the only module that
 reads ``MEMIDEX_*`` environment variables. Every table (``[promotion]``, ``[learning]``,
-``[model]``, ``[brief]``, ``[secrets]``) is checked by :func:`load_config` into its typed
+``[model]``, ``[brief]``, ``[secrets]``, ``[index]``) is checked by :func:`load_config` into its typed
 settings (:mod:`memidex.config.tables`), so a bad key is found by every command — and
 reported by ``doctor`` and ``check`` (``strict=False`` keeps the problems instead of
 raising them).
@@ -19,6 +19,7 @@ from typing import Any
 
 from memidex.config.tables import (
     BriefOptions,
+    IndexSettings,
     LearningSettings,
     ModelSettings,
     PromotionPolicy,
@@ -32,6 +33,7 @@ __all__ = [
     "CONFIG_FILE",
     "BriefOptions",
     "Config",
+    "IndexSettings",
     "LearningSettings",
     "ModelSettings",
     "PromotionPolicy",
@@ -57,6 +59,8 @@ ENV_KEYS = {
     "MEMIDEX_SECRETS_FILE": "secrets_file",
     "MEMIDEX_MODEL_CACHE_DIR": "model_cache_dir",
 }
+INDEX_URL_ENV = "MEMIDEX_INDEX_URL"
+"""Overrides ``[index] url`` (docs/team-index.md)."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,7 @@ class Config:
     brief: BriefOptions = BriefOptions()  # [brief]: docs/brief.md
     learning: LearningSettings = LearningSettings()  # [learning]: docs/learning.md
     model: ModelSettings = ModelSettings()  # [model]: docs/learning.md
+    index: IndexSettings = IndexSettings()  # [index]: docs/team-index.md
     half_life_runs: Mapping[str, int] = field(
         default_factory=lambda: dict(DEFAULT_HALF_LIFE_RUNS)
     )
@@ -177,6 +182,10 @@ def _check_value(key: str, value: Any, source: str) -> Any:
         if not isinstance(value, dict):
             raise ConfigError(f"{source}: `[brief]` must be a table (docs/brief.md)")
         return BriefOptions.from_table(value, source)
+    if key == "index":
+        if not isinstance(value, dict):
+            raise ConfigError(f"{source}: `[index]` must be a table (docs/team-index.md)")
+        return IndexSettings.from_table(value, source)
     if key == "half_life_runs":
         if not isinstance(value, dict) or not all(
             isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value.values()
@@ -228,6 +237,9 @@ def load_config(
     for var, key in ENV_KEYS.items():
         if env.get(var):
             values[key] = _check_value(key, env[var], var)
+    if env.get(INDEX_URL_ENV):
+        values["index"] = replace(values.get("index", IndexSettings()),
+                                  url=env[INDEX_URL_ENV].strip())
     for key, value in (overrides or {}).items():
         if value is not None:
             values[key] = _check_value(key, value, f"--{key.replace('_', '-')}")

@@ -1,12 +1,13 @@
 """The typed tables of ``memidex.toml``: ``[promotion]`` (docs/trust.md), ``[learning]`` and
-``[model]`` (docs/learning.md), ``[brief]`` (docs/brief.md) — one set of checks for their
-keys, whole numbers and fractions. :func:`memidex.config.load_config` builds them all when
+``[model]`` (docs/learning.md), ``[brief]`` (docs/brief.md), ``[index]`` (docs/team-index.md)
+— one set of checks for their keys, whole numbers and fractions. :func:`memidex.config.load_config` builds them all when
 it loads the file, so a bad key is an error of every command, never only of the one that
 happens to read the table.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -15,8 +16,8 @@ from typing import Any
 from memidex.errors import ConfigError
 
 __all__ = ["DEFAULT_LIMIT", "DEFAULT_TRUST_FLOOR", "MAX_LIMIT", "BriefOptions",
-           "LearningSettings", "ModelSettings", "PromotionPolicy", "check_keys", "fraction",
-           "whole_number"]
+           "IndexSettings", "LearningSettings", "ModelSettings", "PromotionPolicy", "check_keys",
+           "fraction", "redact_url", "whole_number"]
 
 
 def check_keys(section: str, table: Mapping[str, Any], keys: Iterable[str]) -> None:
@@ -199,3 +200,64 @@ class BriefOptions:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+_PASSWORD = re.compile(r"(://[^:/@?#]*:)[^@/?#]*@|(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)",
+                       re.IGNORECASE)
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password (if any) shown as ``***``: in the user-info of a
+    ``postgresql://USER:PASSWORD@HOST`` URL and in a ``password=...`` of a key/value
+    connection string. The one masking of the team index's URL
+    (``memidex.teamindex.connect.redact`` is this)."""
+    def mask(m: re.Match[str]) -> str:
+        return f"{m.group(1)}***@" if m.group(1) else f"{m.group(2)}***"
+    return _PASSWORD.sub(mask, url)
+
+
+DEFAULT_INDEX_TIMEOUT = 2.0
+"""Seconds a reading command waits for the team index to answer before it uses the local
+index (``[index] timeout``); libpq counts whole seconds, at least 2."""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexSettings:
+    """The ``[index]`` table (docs/team-index.md): the team index on PostgreSQL that
+    ``memidex index push`` fills and reading commands read. ``url`` None: no team index
+    (every read is local). ``MEMIDEX_INDEX_URL`` overrides ``url``."""
+
+    url: str | None = field(default=None, repr=False)  # it may hold a password
+    branch: str | None = None
+    """The branch whose snapshot is read and pushed (default: the one branch pushed; a push
+    defaults to the checked-out branch)."""
+    timeout: float = DEFAULT_INDEX_TIMEOUT
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.url)
+
+    @classmethod
+    def from_table(cls, table: Mapping[str, Any], source: str = "") -> IndexSettings:
+        """An unknown key or a bad value is a ConfigError (never naming the password)."""
+        try:
+            check_keys("index", table, ("url", "branch", "timeout"))
+            url, branch = table.get("url"), table.get("branch")
+            for key, value in (("url", url), ("branch", branch)):
+                if value is not None and (not isinstance(value, str) or not value.strip()):
+                    # the value is not echoed: a URL may hold a password
+                    raise ConfigError(f"[index]: `{key}` must be a non-empty string")
+            timeout = table.get("timeout", DEFAULT_INDEX_TIMEOUT)
+            if isinstance(timeout, bool) or not isinstance(timeout, int | float) or \
+                    not 0 < timeout <= 600:
+                raise ConfigError(f"[index]: `timeout` must be a number of seconds from 0 to "
+                                  f"600, got {timeout!r}")
+        except ConfigError as exc:
+            raise ConfigError(_where(source) + exc.message,
+                              hint="see docs/team-index.md") from None
+        return cls(url.strip() if url else None, branch.strip() if branch else None,
+                   float(timeout))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"url": redact_url(self.url) if self.url else None, "branch": self.branch,
+                "timeout": self.timeout}

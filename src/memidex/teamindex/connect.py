@@ -9,11 +9,11 @@ name the URL with it masked (:func:`redact`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from memidex.config.tables import redact_url
 from memidex.errors import ConfigError, IndexUnavailableError, MemidexError, StorageError
 
 if TYPE_CHECKING:
@@ -24,16 +24,12 @@ __all__ = ["DEFAULT_TIMEOUT", "connect", "reachable", "redact", "translate", "tr
 DEFAULT_TIMEOUT = 5.0
 """Seconds to wait for a connection (``connect_timeout``) before giving up."""
 
-_PASSWORD = re.compile(r"(://[^:/@?#]*:)[^@/?#]*@|(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)",
-                       re.IGNORECASE)
 _URL_HINT = "set [index] url or MEMIDEX_INDEX_URL to postgresql://USER:PASSWORD@HOST/DB"
 
 
 def redact(url: str) -> str:
-    """``url`` with its password (if any) shown as ``***``."""
-    def mask(m: re.Match[str]) -> str:
-        return f"{m.group(1)}***@" if m.group(1) else f"{m.group(2)}***"
-    return _PASSWORD.sub(mask, url)
+    """``url`` with its password (if any) shown as ``***`` (the config's one masking)."""
+    return redact_url(url)
 
 
 def _check_url(url: str) -> dict[str, str]:
