@@ -5,8 +5,9 @@ same searches and briefs are asked of both: the example knowledge bundled in thi
 repository, and a corpus from ``bench/gen_corpus.py``. Search results must be equal in
 everything but the snippet (ids, order, score, confidence, words matched); briefs must
 be equal whole (``Brief.as_dict``). The brief runs memidex's own code
-(``memidex.serve.brief.build_brief``) with the team index as its source, through the
-dispatch the lead will add to ``memidex.index.briefing`` (see ``_team_source``).
+(``memidex.serve.brief.build_brief``) with a team-index session as its source: the
+brief's query functions (``memidex.index.briefing``, ``query.max_ordinal``) are
+``team_aware``, answered by the session's methods of the same names.
 """
 
 from __future__ import annotations
@@ -23,38 +24,18 @@ import pytest
 
 from conftest import REPO_ROOT, git
 from memidex.config import load_config
-from memidex.index import briefing, query
+from memidex.index import query
 from memidex.index.build import rebuild
 from memidex.index.db import IndexDB
 from memidex.masking import Masker
 from memidex.search.ranking import SearchQuery
 from memidex.serve.brief import BriefRequest, build_brief
 from memidex.store.files import Store
-from memidex.teamindex import Session, TeamIndex, push
+from memidex.teamindex import TeamIndex, push
 from pgserver import PgServer
 
 sys.path.insert(0, str(REPO_ROOT / "bench"))
 from gen_corpus import make_queries  # noqa: E402
-
-_BRIEF_FUNCS = ((briefing, "anchor_hits"), (briefing, "versions_of"),
-                (briefing, "version_texts"), (briefing, "citations"), (briefing, "policies"),
-                (briefing, "known_product"), (briefing, "products"), (query, "max_ordinal"))
-
-
-@pytest.fixture
-def _team_source(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The hook proposed to the lead: each function of ``memidex.index.briefing`` (and
-    ``query.max_ordinal``) answers from a team-index :class:`Session` when given one."""
-    for module, name in _BRIEF_FUNCS:
-        local = getattr(module, name)
-
-        def dispatch(db: Any, *args: Any, _local: Any = local, _name: str = name,
-                     **kwargs: Any) -> Any:
-            if isinstance(db, Session):
-                return getattr(db, _name)(*args, **kwargs)
-            return _local(db, *args, **kwargs)
-
-        monkeypatch.setattr(module, name, dispatch)
 
 
 @dataclass
@@ -132,8 +113,7 @@ def _same_briefs(twin: Twin, requests: list[BriefRequest]) -> int:
     return served
 
 
-def test_example_knowledge_searches_and_briefs_match(examples: Twin, _team_source: None
-                                                     ) -> None:
+def test_example_knowledge_searches_and_briefs_match(examples: Twin) -> None:
     texts = ["place order disabled", "cookie banner", "login", "card number", "checkout",
              "flaky timeout suggestions", "terms", "the", "search results", "payment sandbox",
              "guest", "review stars", "added to cart toast", "staging host"]
@@ -162,7 +142,7 @@ def test_generated_corpus_searches_match(corpus: Twin) -> None:
     assert _same_searches(corpus, queries) > 1000
 
 
-def test_generated_corpus_briefs_match(corpus: Twin, _team_source: None) -> None:
+def test_generated_corpus_briefs_match(corpus: Twin) -> None:
     rng = random.Random(5)
     with corpus.team.session() as s:
         rows = s.list_records(product="shop-web")

@@ -37,6 +37,7 @@ from memidex.app.results import (
     ShownRecord,
     TrustSeries,
 )
+from memidex.app.team import TeamReading
 from memidex.config import Config, load_config
 from memidex.store.files import Store
 
@@ -94,6 +95,7 @@ class Memidex:
         self.store = Store(self.config)
         self.wait = wait
         self.reading = Reading(self.config, self.store, self._masker)
+        self.team = TeamReading(self.config, self.reading)  # reads: team or local index
         self._route: WriteRoute | None = None
         self._services: dict[str, Any] = {}
 
@@ -152,6 +154,7 @@ class Memidex:
         return service
 
     def close(self) -> None:
+        self.team.close()
         self.reading.close()
 
     def prefetch(self) -> None:
@@ -172,21 +175,21 @@ class Memidex:
                anchors: Sequence[str] = (), limit: int = 10,
                near: Sequence[str] = ()) -> SearchResult:
         """``knowledge search``: BM25 over one product's records, best first."""
-        return self.reading.search(text, product=product, all_products=all_products,
-                                   kinds=kinds, statuses=statuses, anchors=anchors,
-                                   limit=limit, near=near)
+        return self.team.search(text, product=product, all_products=all_products,
+                                kinds=kinds, statuses=statuses, anchors=anchors,
+                                limit=limit, near=near)
 
     def show(self, id_or_prefix: str) -> ShownRecord:
         """``knowledge show``: the record an id or unique prefix names."""
-        return self.reading.show(id_or_prefix)
+        return self.team.show(id_or_prefix)
 
     def list_records(self, *, product: str | None = None, all_products: bool = False,
                      kinds: Sequence[str] = (), statuses: Sequence[str] | None = None,
                      anchors: Sequence[str] = (), limit: int | None = None) -> RecordList:
         """``knowledge list``: a product's records, by kind then id."""
-        return self.reading.list_records(product=product, all_products=all_products,
-                                         kinds=kinds, statuses=statuses, anchors=anchors,
-                                         limit=limit)
+        return self.team.list_records(product=product, all_products=all_products,
+                                      kinds=kinds, statuses=statuses, anchors=anchors,
+                                      limit=limit)
 
     def brief(self, test_id: str, *, product: str | None = None,
               anchors: Sequence[str] = (), at: int | None = None,
@@ -194,8 +197,8 @@ class Memidex:
               explain: bool = False, record: bool = True) -> Brief:
         """``memidex brief``: the policies that apply, then learned records ranked by trust
         × anchor overlap, at run ``at`` (default: the product's next ordinal)."""
-        return self.reading.brief(test_id, product=product, anchors=anchors, at=at,
-                                  budget=budget, limit=limit, explain=explain, record=record)
+        return self.team.brief(test_id, product=product, anchors=anchors, at=at,
+                               budget=budget, limit=limit, explain=explain, record=record)
 
     def record_counts(self) -> RecordCounts:
         """Records by product, kind and status (the dashboard's overview)."""

@@ -23,22 +23,40 @@ if TYPE_CHECKING:  # a search on an up-to-date index loads neither
     from memidex.records.shape import RecordSummary
     from memidex.search.ranking import SearchHit
 
-__all__ = ["AddResult", "CheckReport", "CurationResult", "DiffReport", "DoctorReport",
+__all__ = ["SOURCES", "AddResult", "CheckReport", "CurationResult", "DiffReport", "DoctorReport",
            "HealthStatus", "IngestPreview", "IngestResult", "ProposalDecision", "ProposalDetail",
            "ProposalList", "RecordCounts", "RecordList", "RollbackResult", "RunDetail",
            "RunList", "RunRow", "RunTest", "SearchResult", "ShownRecord", "TrustPoint",
            "TrustSeries"]
 
 
+SOURCES = ("team", "local")
+"""Where a reading answer came from (docs/team-index.md): the team index on PostgreSQL,
+or this clone's local index (or its records, at the bundle-scan level)."""
+
+
+def _note(*parts: str) -> dict[str, str]:
+    text = "; ".join(p for p in parts if p)
+    return {"note": text} if text else {}
+
+
 @dataclass(frozen=True)
 class SearchResult:
-    """``knowledge search``: the hits, best first, and the search level that found them."""
+    """``knowledge search``: the hits, best first, and the search level that found them.
+
+    ``source`` and ``commit``: the team index and the commit of its snapshot, or the
+    local index and this clone's HEAD (None outside git); ``warning``: why the local
+    index answered although a team index is configured (the CLI prints it on stderr;
+    the JSON ``note`` carries it)."""
 
     query: str
     product: str | None
     level: str
     results: list[SearchHit]
     note: str = ""
+    source: str = "local"
+    commit: str | None = None
+    warning: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -46,7 +64,9 @@ class SearchResult:
             "product": self.product,
             "level": self.level,
             "results": [h.as_dict() for h in self.results],
-            **({"note": self.note} if self.note else {}),
+            **_note(self.warning, self.note),
+            "source": self.source,
+            "commit": self.commit,
         }
 
 
@@ -58,11 +78,15 @@ class ShownRecord:
     path: str
     text: str
     duplicates: tuple[str, ...] = ()
+    source: str = "local"  # as SearchResult's
+    commit: str | None = None
+    warning: str = ""
 
     def to_json(self) -> dict[str, Any]:
         from memidex.records.shape import record_dict
 
-        return {**record_dict(self.record, self.path), "duplicates": list(self.duplicates)}
+        return {**record_dict(self.record, self.path), "duplicates": list(self.duplicates),
+                **_note(self.warning), "source": self.source, "commit": self.commit}
 
 
 @dataclass(frozen=True)
@@ -70,9 +94,13 @@ class RecordList:
     """``knowledge list``: listing rows, by kind then id."""
 
     records: tuple[RecordSummary, ...]
+    source: str = "local"  # as SearchResult's
+    commit: str | None = None
+    warning: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"count": len(self.records), "records": [r.to_json() for r in self.records]}
+        return {"count": len(self.records), "records": [r.to_json() for r in self.records],
+                **_note(self.warning), "source": self.source, "commit": self.commit}
 
 
 @dataclass(frozen=True)

@@ -207,10 +207,13 @@ def search(
 
     --near ANCHOR ranks by BM25 × (1 + anchors shared with --near), words matched first.
 
+    With a team index configured ([index] url or MEMIDEX_INDEX_URL) it answers from
+    that, else (unreachable, or behind this clone) from the local index with a warning.
+
     --json: {query, product, level, results: [{id, kind, status, title, score,
-    confidence, snippet, path, anchors, product, matched_terms, reasons?}], note?};
-    anchors are every anchor, the main one first; reasons only with --near
-    (docs/schemas/search.schema.json).
+    confidence, snippet, path, anchors, product, matched_terms, reasons?}], note?,
+    source (team or local), commit}; anchors are every anchor, the main one first;
+    reasons only with --near (docs/schemas/search.schema.json).
     """
     run_search(SearchArgs(root=STATE.root, query=query, product=product,
                           all_products=all_products, kind=kind or [], status=status or [],
@@ -230,12 +233,16 @@ def show(
 
     --json: the record: {id, path, kind, status, product, anchor (the main anchor),
     title, anchors (every anchor, main first), trust, valid, scope, body, relations,
-    evidence, history, duplicates} (docs/schemas/show.schema.json).
+    evidence, history, duplicates, note?, source (team or local), commit}
+    (docs/schemas/show.schema.json).
     """
     from memidex.cli import views
 
     with memidex(reading=True) as m:
         shown = m.show(record_id)
+    from memidex.cli.render import warn
+
+    warn(shown.warning)  # the local index answered although a team index is configured
     if json_out:
         from memidex.cli.render import print_json
 
@@ -275,7 +282,8 @@ def list_(
     status, id, title (product first under --all-products).
 
     --json: {count, records: [{id, path, kind, status, product, anchor, title, anchors,
-    trust, valid}]} (docs/schemas/list.schema.json).
+    trust, valid}], note?, source (team or local), commit}
+    (docs/schemas/list.schema.json).
     """
     from memidex.cli import views
     from memidex.cli.term import listing_format
@@ -285,6 +293,9 @@ def list_(
         listing = m.list_records(product=product, all_products=all_products,
                                  kinds=kind or (), statuses=status, anchors=anchor or (),
                                  limit=limit)
+    from memidex.cli.render import warn
+
+    warn(listing.warning)  # the local index answered although a team index is configured
     if chosen == "json":
         from memidex.cli.render import print_json
 

@@ -212,6 +212,9 @@ def run_brief(args: BriefArgs) -> None:
         result = m.brief(args.test_id, product=args.product, anchors=args.anchor,
                          at=args.at, budget=args.budget, limit=args.limit,
                          explain=args.explain, record=not args.no_record)
+    from memidex.cli.render import warn
+
+    warn(result.warning)  # the local index answered although a team index is configured
     if fmt == "json":
         from memidex.cli.render import print_json
 
@@ -243,6 +246,9 @@ def run_search(args: SearchArgs) -> None:
         result = m.search(args.query, product=args.product, all_products=args.all_products,
                           kinds=args.kind, statuses=args.status or None, anchors=args.anchor,
                           limit=args.limit, near=args.near)
+    from memidex.cli.render import warn
+
+    warn(result.warning)  # the local index answered although a team index is configured
     if args.json_out:
         from memidex.cli.render import print_json
 

@@ -56,6 +56,8 @@ def search_text(result: SearchResult) -> None:
         out.append(style(f"{safe(result.query)} — {safe(scope)} ({result.level}): "
                          f"{len(result.results)} result(s)", "bold"))
         out.append(style("order: most query words matched first, then score", "dim"))
+        if result.source == "team" and result.commit:
+            out.append(style(f"from the team index at {result.commit[:12]}", "dim"))
         for i, h in enumerate(result.results, 1):
             status = "" if h.status == "active" else " " + style(f"({h.status})", "dim")
             confidence = style(f"{h.confidence:<9}", _CONFIDENCE_STYLE.get(h.confidence, ""))

@@ -6,7 +6,7 @@ import json
 import sys
 from typing import Any
 
-__all__ = ["console", "escape", "print_json", "printed_json", "reset"]
+__all__ = ["console", "escape", "print_json", "printed_json", "reset", "warn"]
 
 _printed = [False]
 
@@ -15,6 +15,15 @@ def print_json(obj: Any) -> None:
     """One JSON object on stdout and nothing else there."""
     sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=False) + "\n")
     _printed[0] = True
+
+
+def warn(text: str) -> None:
+    """One ``warning:`` line on stderr (none when ``text`` is empty, or under --quiet):
+    e.g. why the local index answered although a team index is configured."""
+    from memidex.cli.term import SETTINGS
+
+    if text and not SETTINGS.quiet:
+        sys.stderr.write(f"warning: {' '.join(text.split())}\n")
 
 
 def printed_json() -> bool:

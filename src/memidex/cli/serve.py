@@ -55,7 +55,7 @@ def brief(
     --json (the same as --format json): {test_id, product, ordinal, next_ordinal, level,
     anchors, fence, notice, policies: [{id, rule, severity}], records: [{id, kind,
     status, candidate, title, body, anchors, trust, tokens, reasons}], withheld, budget,
-    notes} (docs/schemas/brief.schema.json).
+    notes, source (team or local), commit} (docs/schemas/brief.schema.json).
     """
     run_brief(BriefArgs(STATE.root, test_id, product, list(anchor or ()), at, budget, limit,
                         fmt, explain, no_record, json_out))

@@ -2,10 +2,10 @@
 
 Precedence is flags > environment > file > defaults. This is the only module that
 reads ``MEMIDEX_*`` environment variables. Every table (``[promotion]``, ``[learning]``,
-``[model]``, ``[brief]``, ``[secrets]``, ``[index]``) is checked by :func:`load_config` into its typed
-settings (:mod:`memidex.config.tables`), so a bad key is found by every command — and
-reported by ``doctor`` and ``check`` (``strict=False`` keeps the problems instead of
-raising them).
+``[model]``, ``[brief]``, ``[secrets]``, ``[index]``) is checked by :func:`load_config`
+into its typed settings (:mod:`memidex.config.tables`), so a bad key is found by every
+command — and reported by ``doctor`` and ``check`` (``strict=False`` keeps the problems
+instead of raising them).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The typed tables of ``memidex.toml``: ``[promotion]`` (docs/trust.md), ``[learning]`` and
 ``[model]`` (docs/learning.md), ``[brief]`` (docs/brief.md), ``[index]`` (docs/team-index.md)
-— one set of checks for their keys, whole numbers and fractions. :func:`memidex.config.load_config` builds them all when
-it loads the file, so a bad key is an error of every command, never only of the one that
-happens to read the table.
+— one set of checks for their keys, whole numbers and fractions.
+:func:`memidex.config.load_config` builds them all when it loads the file, so a bad key
+is an error of every command, never only of the one that happens to read the table.
 """
 
 from __future__ import annotations

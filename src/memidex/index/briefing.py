@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 
-from memidex.index.db import IndexDB, translating
+from memidex.index.db import IndexDB, team_aware, translating
 from memidex.index.query import VersionRow
 from memidex.records.model import Policy
 
@@ -25,6 +25,7 @@ def _keys(values: Iterable[object]) -> str:
     return json.dumps(sorted(set(values)), ensure_ascii=False) if values else "[]"
 
 
+@team_aware
 @translating
 def anchor_hits(db: IndexDB, anchors: Sequence[str], *, cap: int
                 ) -> tuple[list[tuple[str, int]], bool]:
@@ -43,6 +44,7 @@ _VERSION_COLS = ("id, product, kind, status, valid_from, valid_until, anchors, s
                  " confirmations, contradictions, last_confirmed")
 
 
+@team_aware
 @translating
 def versions_of(db: IndexDB, rowids: Iterable[int]) -> list[VersionRow]:
     """Every version of the records ``rowids`` name: the current one (the record's row)
@@ -65,6 +67,7 @@ def versions_of(db: IndexDB, rowids: Iterable[int]) -> list[VersionRow]:
             for t in db.conn.execute(sql, (keys,))]
 
 
+@team_aware
 @translating
 def version_texts(db: IndexDB, versions: Iterable[tuple[int, int, bool]]
                   ) -> dict[tuple[int, int], tuple[str, str]]:
@@ -88,6 +91,7 @@ def version_texts(db: IndexDB, versions: Iterable[tuple[int, int, bool]]
     return out
 
 
+@team_aware
 @translating
 def citations(db: IndexDB, rowids: Iterable[int]) -> list[tuple[int, int]]:
     """``cites`` relations between the records ``rowids`` name and other records, both
@@ -105,6 +109,7 @@ def citations(db: IndexDB, rowids: Iterable[int]) -> list[tuple[int, int]]:
     return [(int(a), int(b)) for a, b in out if a != b]
 
 
+@team_aware
 @translating
 def policies(db: IndexDB) -> list[Policy]:
     """Every policy in the index, by file then id."""
@@ -118,6 +123,7 @@ def policies(db: IndexDB) -> list[Policy]:
     return out
 
 
+@team_aware
 @translating
 def known_product(db: IndexDB, product: str) -> bool:
     """Whether the index holds a record or a run of ``product``."""
@@ -127,6 +133,7 @@ def known_product(db: IndexDB, product: str) -> bool:
     return bool(row[0])
 
 
+@team_aware
 @translating
 def products(db: IndexDB) -> list[str]:
     """Every product the index holds records of (for a hint; walks an index)."""

@@ -30,7 +30,8 @@ from memidex.errors import (
 from memidex.index.schema import MIGRATIONS, MIGRATIONS_TABLE, SCHEMA_VERSION, TABLES, VIEWS
 
 __all__ = ["IndexDB", "IndexOutdated", "IndexSwapped", "apply_migrations", "create_schema",
-           "file_digest", "sqlite_error", "translated", "translating", "xor_hex"]
+           "file_digest", "sqlite_error", "team_aware", "translated", "translating",
+           "xor_hex"]
 
 BUSY_TIMEOUT_MS = 3000
 
@@ -85,6 +86,22 @@ def translating(fn: Callable[P, T]) -> Callable[P, T]:
             return fn(*args, **kwargs)
         except sqlite3.Error as exc:
             raise sqlite_error(exc) from None
+    return wrapper
+
+
+def team_aware(fn: Callable[P, T]) -> Callable[P, T]:
+    """A query function that a team-index ``Session`` (:mod:`memidex.teamindex.read`)
+    answers when it is given for ``db``: the session's method of the same name, with the
+    same arguments and row types (docs/team-index.md). So the brief's code runs unchanged
+    on either source."""
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        if args and not isinstance(args[0], IndexDB):
+            answer: T = getattr(args[0], name)(*args[1:], **kwargs)
+            return answer
+        return fn(*args, **kwargs)
     return wrapper
 
 

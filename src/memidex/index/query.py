@@ -6,7 +6,7 @@ import sqlite3
 from dataclasses import dataclass, replace
 from typing import Any
 
-from memidex.index.db import IndexDB, translating
+from memidex.index.db import IndexDB, team_aware, translating
 from memidex.records.shape import RecordSummary
 from memidex.search.ranking import (
     COLUMN_WEIGHTS,
@@ -226,6 +226,7 @@ MAX_ORDINAL_SQL = (
     "FROM records WHERE product = ?")
 
 
+@team_aware
 @translating
 def max_ordinal(db: IndexDB, product: str) -> int:
     """The highest run ordinal ``product``'s records name (a window's start or end, a last

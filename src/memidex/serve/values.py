@@ -79,6 +79,13 @@ class Brief:
     tokens: int
     explain: bool = False
     notes: tuple[str, ...] = field(default=())
+    source: str = "local"
+    """``team`` (the team index on PostgreSQL) or ``local`` (docs/team-index.md)."""
+    commit: str | None = None
+    """The team index's snapshot commit, or this clone's HEAD (None outside git)."""
+    warning: str = ""
+    """Why the local index answered although a team index is configured (the JSON's
+    ``notes`` carry it; the markdown does not)."""
 
     @property
     def ids(self) -> list[str]:
@@ -102,5 +109,7 @@ class Brief:
             "withheld": {reason: {"count": len(ids), "ids": ids[:WITHHELD_IDS]}
                          for reason, ids in self.withheld.items()},
             "budget": {"tokens": self.budget, "used": self.tokens},
-            "notes": list(self.notes),
+            "notes": [*self.notes, *([self.warning] if self.warning else [])],
+            "source": self.source,
+            "commit": self.commit,
         }

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from memidex.errors import NotFoundError, StorageError, UsageError
 
-__all__ = ["Blob", "BlobReader", "Change", "GitTree", "is_ancestor", "resolve"]
+__all__ = ["Blob", "BlobReader", "Change", "GitTree", "blob_at", "branch_head",
+           "is_ancestor", "resolve"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +75,30 @@ def is_ancestor(root: Path, older: str, newer: str) -> bool | None:
     if out.returncode not in (0, 1):
         return None
     return out.returncode == 0
+
+
+def branch_head(root: Path, branch: str) -> str | None:
+    """The commit this clone's ``branch`` is at (``refs/heads/BRANCH``, else
+    ``refs/remotes/origin/BRANCH``); None when it has neither (or is no git clone)."""
+    try:
+        out = _git(root, "for-each-ref", "--format=%(refname) %(objectname)",
+                   f"refs/heads/{branch}", f"refs/remotes/origin/{branch}", check=False)
+    except StorageError:
+        return None
+    if out.returncode != 0:
+        return None
+    refs = dict(line.split(" ", 1) for line in out.stdout.decode().splitlines() if " " in line)
+    return refs.get(f"refs/heads/{branch}") or refs.get(f"refs/remotes/origin/{branch}")
+
+
+def blob_at(root: Path, commit: str, path: str) -> bytes | None:
+    """The bytes of ``path`` in ``commit``; None when this clone does not have them (the
+    commit not fetched, or no such file there)."""
+    try:
+        out = _git(root, "cat-file", "blob", f"{commit}:{path}", check=False)
+    except StorageError:
+        return None
+    return out.stdout if out.returncode == 0 else None
 
 
 def _visible(path: str, folder: str, policies: bool) -> bool:
