@@ -49,6 +49,7 @@ from memidex.errors import (
     ConfigError,
     IndexUnavailableError,
     MemidexError,
+    NotFoundError,
     StorageError,
     UsageError,
 )
@@ -85,14 +86,15 @@ class TeamReading:
         self.url = config.index.url
         self._ti: TeamIndex | None = None
         self._failed: tuple[float, str] | None = None  # (when, why) the server failed
+        self.retry_seconds = RETRY_SECONDS
         self._heads: dict[str, tuple[float, str | None]] = {}
         self._behind: dict[tuple[str, str], bool] = {}
         self.snapshot: Snapshot | None = None
         """The snapshot of the last answer the team index gave."""
         self.last_warning = ""
         self.on_change: Callable[[str], None] | None = None
-        """Told one line when the source changes (a server logs it): the team index
-        answering again, or why the local index answers now."""
+        """Told one line when the source changes (a server logs it): why the local index
+        answers now, or that the team index answers again."""
 
     # --- the connection ------------------------------------------------------------
 
@@ -109,7 +111,8 @@ class TeamReading:
     def _connected(self) -> TeamIndex:
         """The team index (connected on first use); a failure within
         :data:`RETRY_SECONDS` of the last one is :class:`_Declined` at once."""
-        if self._failed is not None and time.monotonic() - self._failed[0] < RETRY_SECONDS:
+        if self._failed is not None and \
+                time.monotonic() - self._failed[0] < self.retry_seconds:
             raise _Declined(self._failed[1])
         if self._ti is None:
             from memidex.teamindex.read import TeamIndex
@@ -127,6 +130,7 @@ class TeamReading:
         self.close()
         why = exc.message if exc.message.startswith("the team index") else \
             f"{self._where()}: {exc.message}"
+        why = " ".join(why.split()).replace("( ", "(")  # libpq's lines and tabs: one line
         self._failed = (time.monotonic(), why)
         return _Declined(why)
 
@@ -160,8 +164,8 @@ class TeamReading:
 
     def _fell_back(self, why: str) -> str:
         line = f"{why}: answered from the local index"
-        if line != self.last_warning and self.on_change is not None:
-            self.on_change(line)
+        if not self.last_warning and self.on_change is not None:
+            self.on_change(line)  # the team index answered last (or nothing did yet)
         self.last_warning = line
         return line
 
@@ -281,8 +285,12 @@ class TeamReading:
         paths = [c[1] for c in candidates if c[0] == ids[0]]
         data = blob_at(self.config.root, snap.commit, paths[0])
         if data is None:
-            return self._local(self.reading.show(id_or_prefix), self._fell_back(
-                f"{at}: this clone does not have the commit's {paths[0]} (git fetch)"))
+            why = self._fell_back(f"{at}: this clone does not have that commit's {paths[0]}")
+            try:
+                return self._local(self.reading.show(id_or_prefix), why)
+            except NotFoundError:
+                raise NotFoundError(f"{ids[0]} is in {at}, which this clone has not fetched",
+                                    hint=f"git fetch origin {snap.branch}") from None
         shown_record = ShownRecord(parse_record_bytes(data, paths[0]), paths[0],
                                    data.decode("utf-8"), tuple(paths[1:]))
         return replace(self.reading.masker().mask_shown(shown_record), source=TEAM,
