@@ -1,7 +1,8 @@
 // A TypeScript-SDK MCP client (the SDK the MCP Inspector and many hosts are built on),
 // run by tests/test_mcp_ts.py against `memidex mcp`.
 //
-//   node client.mjs PYTHON ROOT < calls.json
+//   node client.mjs PYTHON ROOT < calls.json          # starts `memidex mcp` (stdio)
+//   node client.mjs --http URL [TOKEN] < calls.json   # a running `mcp --transport http`
 //
 // calls.json: [{"tool": "...", "arguments": {...}}, ...]. Prints one JSON object:
 // {"tools": [names], "calls": [{"tool", "isError", "text", "structured", "thrown"}]},
@@ -9,16 +10,24 @@
 // result (e.g. a result whose structured content breaks the tool's output schema).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { readFileSync } from "node:fs";
 
-const [python, root] = process.argv.slice(2);
+const args = process.argv.slice(2);
 const calls = JSON.parse(readFileSync(0, "utf-8"));
-const transport = new StdioClientTransport({
-  command: python,
-  args: ["-m", "memidex", "--root", root, "mcp"],
-  cwd: root,
-  stderr: "inherit",
-});
+let transport;
+if (args[0] === "--http") {
+  const headers = args[2] ? { Authorization: `Bearer ${args[2]}` } : {};
+  transport = new StreamableHTTPClientTransport(new URL(args[1]), { requestInit: { headers } });
+} else {
+  const [python, root] = args;
+  transport = new StdioClientTransport({
+    command: python,
+    args: ["-m", "memidex", "--root", root, "mcp"],
+    cwd: root,
+    stderr: "inherit",
+  });
+}
 const client = new Client({ name: "memidex-ts-test", version: "1.0.0" });
 await client.connect(transport);
 const tools = (await client.listTools()).tools;

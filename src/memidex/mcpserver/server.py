@@ -1,4 +1,5 @@
-"""The MCP server of ``memidex mcp`` on the official SDK's low-level server, over stdio.
+"""The MCP server of ``memidex mcp`` on the official SDK's low-level server, over stdio or
+streamable HTTP.
 
 The only module of memidex that imports the MCP SDK (``mcp``); only the ``mcp`` command
 imports it. One long-lived :class:`memidex.app.Memidex` facade answers every request, on
@@ -14,11 +15,19 @@ text with secrets masked, as ``knowledge show --raw`` prints it) and every polic
 (``memidex://policy/{id}``, JSON). A line on stdin that is not a JSON-RPC message is
 answered with JSON-RPC's parse error (``-32700``) or invalid request (``-32600``), id
 null, as JSON-RPC 2.0 asks; the server goes on.
+
+Over HTTP (:func:`serve_http`, docs/mcp.md) the same tools — the same schemas — are served
+by the SDK's streamable HTTP transport behind :class:`memidex.mcpserver.http.Guard`
+(bearer token, per-client limits), on uvicorn. Only the read-only tools are listed and
+answered unless the server was started with ``allow_writes``: it then holds the
+repository's writer lease for its whole life (an in-process ``memidex daemon`` applies
+every write, its own tools' and other processes'), and says so in its instructions.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
@@ -31,15 +40,24 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from memidex._version import __version__
-from memidex.errors import MemidexError, NotFoundError
-from memidex.mcpserver.tools import TOOLS, ToolAnswer, error_of, policies, run_tool, warm
+from memidex.errors import MemidexError, NotFoundError, UsageError
+from memidex.mcpserver.tools import (
+    TOOLS,
+    ToolAnswer,
+    ToolSpec,
+    error_of,
+    policies,
+    resolve,
+    run_tool,
+    warm,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Sequence
 
     from memidex.app import Memidex
 
-__all__ = ["RECORD_URI", "POLICY_URI", "build_server", "serve"]
+__all__ = ["RECORD_URI", "POLICY_URI", "build_server", "serve", "serve_http"]
 
 RECORD_URI = "memidex://record/"
 POLICY_URI = "memidex://policy/"
@@ -97,11 +115,15 @@ class _OneAtATime:
         return await anyio.to_thread.run_sync(fn, limiter=self._limiter)
 
 
-def build_server(m: Memidex, on_facade: Callable[[Callable[[], Any]], Awaitable[Any]]
-                 ) -> Server[Any]:
+def build_server(m: Memidex, on_facade: Callable[[Callable[[], Any]], Awaitable[Any]],
+                 specs: Sequence[ToolSpec] | None = None,
+                 instructions: str = INSTRUCTIONS) -> Server[Any]:
     """The low-level server answering from facade ``m``, each call through
-    ``on_facade`` (not started)."""
-    tools = [_tool(spec) for spec in TOOLS.values()]
+    ``on_facade`` (not started). ``specs``: the tools it lists and answers (default:
+    every tool); another one is an unknown tool."""
+    served = list(TOOLS.values()) if specs is None else list(specs)
+    tools = [_tool(spec) for spec in served]
+    names = {spec.name for spec in served}
 
     async def list_tools(ctx: _Ctx, params: types.PaginatedRequestParams | None
                          ) -> types.ListToolsResult:
@@ -109,7 +131,14 @@ def build_server(m: Memidex, on_facade: Callable[[Callable[[], Any]], Awaitable[
 
     async def call_tool(ctx: _Ctx, params: types.CallToolRequestParams
                         ) -> types.CallToolResult:
-        outcome = await on_facade(lambda: run_tool(m, params.name, params.arguments))
+        spec = resolve(params.name)
+        if spec is not None and spec.name not in names:
+            outcome: Any = error_of(UsageError(
+                f"tool {spec.name} is not served: this server is read-only",
+                hint="the server's operator serves the write tools by starting it with "
+                "writes allowed (it then holds the writer lease)"))
+        else:
+            outcome = await on_facade(lambda: run_tool(m, params.name, params.arguments))
         if isinstance(outcome, ToolAnswer):
             return types.CallToolResult(content=[types.TextContent(text=outcome.text)],
                                         structured_content=outcome.data, is_error=False)
@@ -190,7 +219,7 @@ def build_server(m: Memidex, on_facade: Callable[[Callable[[], Any]], Awaitable[
     server: Server[Any] = Server(
         "memidex", version=__version__, title="memidex",
         description="A git-native knowledge store for AI testing agents",
-        instructions=INSTRUCTIONS,
+        instructions=instructions,
         on_list_tools=list_tools, on_call_tool=call_tool,
         on_list_resources=list_resources, on_list_resource_templates=list_templates,
         on_read_resource=read_resource)
@@ -265,3 +294,114 @@ async def _serve(m: Memidex) -> None:
 def serve(m: Memidex) -> None:
     """Serve facade ``m`` over stdin/stdout until the client closes stdin."""
     anyio.run(_serve, m)
+
+
+# --- streamable HTTP ------------------------------------------------------------------
+
+READ_ONLY_NOTE = (" This server is read-only: it lists and answers the reading tools only "
+                  "(its operator serves the write tools with --allow-writes).")
+WRITES_NOTE = (" This server holds the repository's writer lease (pid {pid}): the write "
+               "tools change records here, in the working tree its operator commits from.")
+
+
+def _hold_lease(m: Memidex, stop: threading.Event, say: Callable[[str], None]
+                ) -> threading.Thread:
+    """An in-process ``memidex daemon`` on its own facade (wait 0), holding the writer
+    lease until ``stop`` is set; returns once it holds it, or raises what refused it (a
+    :class:`LeaseHeldError` naming the live writer)."""
+    from memidex.app import Memidex as Facade
+
+    writer = Facade(config=m.config, wait=0)
+    holding = threading.Event()
+    failed: list[BaseException] = []
+
+    def log(line: str) -> None:
+        if "holds the writer lease" in line:
+            holding.set()
+        elif not line.startswith("memidex daemon: stopped"):
+            say(line.replace("memidex daemon:", "memidex mcp (writes):"))
+
+    def run() -> None:
+        try:
+            writer.daemon(stop=stop, log=log)
+        except BaseException as exc:  # handed to the starting thread, or said
+            failed.append(exc)
+            if holding.is_set():
+                say(f"memidex mcp: the writer lease was lost ({exc}); write tools now fail")
+        finally:
+            holding.set()
+            writer.close()
+
+    thread = threading.Thread(target=run, name="memidex-mcp-writer", daemon=True)
+    thread.start()
+    try:
+        holding.wait()
+    except BaseException:  # SIGTERM while it starts: the lease released, then the exit
+        stop.set()
+        thread.join(10)
+        raise
+    if failed:
+        thread.join()
+        raise failed[0]
+    return thread
+
+
+def serve_http(m: Memidex, *, host: str, port: int, tokens: Sequence[str], rate: float,
+               allow_writes: bool, say: Callable[[str], None]) -> None:
+    """Serve facade ``m`` over streamable HTTP at ``http://HOST:PORT/mcp`` until SIGTERM
+    or Ctrl-C. ``say``: the server's log (the address, what it serves, fallbacks)."""
+    import os
+    import signal
+
+    import uvicorn
+
+    from memidex.mcpserver.http import Guard, RateLimiter, bind, check_binding, url_host
+
+    check_binding(host, tokens)
+    limiter = RateLimiter(rate)
+    sock = bind(host, port)
+    stop = threading.Event()
+    writer: threading.Thread | None = None
+    previous = None
+    try:
+        # SIGTERM from here on is a clean exit: while starting, at once (the lease released
+        # below); while serving, after uvicorn's shutdown, which raises the signal again
+        # with the handler it found (atexit runs, exit status 0)
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGTERM, _stopped)
+        if allow_writes:
+            writer = _hold_lease(m, stop, say)
+        specs = [s for s in TOOLS.values() if allow_writes or s.read_only]
+        note = WRITES_NOTE.format(pid=os.getpid()) if allow_writes else READ_ONLY_NOTE
+        on_facade = _OneAtATime()
+        server = build_server(m, on_facade, specs, INSTRUCTIONS + note)
+        app = Guard(server.streamable_http_app(host=host, streamable_http_path="/mcp"),
+                    tokens=tokens, limiter=limiter)
+        m.team.on_change = lambda line: say(f"memidex mcp: {line}")
+        warm(m)
+        bound = sock.getsockname()[1]
+        say(f"memidex mcp: http://{url_host(host)}:{bound}/mcp")
+        what = ("reading and writing: this process holds the writer lease" if allow_writes
+                else "read-only")
+        who = "a bearer token is required" if tokens else "no token (loopback only)"
+        say(f"  {len(specs)} tools ({what}); {who}; at most {limiter.rate:g} requests a "
+            "second per client")
+        if m.config.index.enabled:
+            say("  reads from the team index (docs/team-index.md); the local index when "
+                "it cannot answer")
+        say("  SIGTERM or Ctrl-C stops it")
+        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
+                                server_header=False, date_header=False,
+                                timeout_graceful_shutdown=2)
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        stop.set()
+        if writer is not None:
+            writer.join(timeout=10)
+
+
+def _stopped(_signum: int, _frame: object) -> None:
+    raise SystemExit(0)
