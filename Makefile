@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.memidex-installed
 N      ?= 100000
 
-.PHONY: demo test lint bench docs clean bytecode
+.PHONY: demo test deps lint bench docs clean bytecode
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,8 +27,21 @@ demo: $(STAMP) bytecode
 ## test: lint, type-check and the test suite, with the coverage of src/ (gated)
 COV_MIN ?= 91  # measured 92.2% of src/ (subprocesses included); see pyproject
 JOBS ?= 2      # pytest-xdist workers: the suite takes ~3.5 min on 2 cores, ~6.5 min on one
-test: $(STAMP) lint
+test: $(STAMP) deps lint
 	$(BIN)/pytest -n $(JOBS) --cov --cov-report=term-missing:skip-covered --cov-fail-under=$(COV_MIN)
+
+## deps: what the tests run for real besides Python: PostgreSQL 15 with pgvector (scripts/install_pg.sh),
+## Debian's chromium (the dashboard's browser tests) and node/npm (the TypeScript MCP client). As root
+## it installs what is missing from the package registries; as a user it says what is missing (the
+## tests needing it then fail, saying so). When everything is there it takes ~10 ms.
+deps:
+	@bash scripts/install_pg.sh || test "$$(id -u)" != 0
+	@test -x /usr/bin/chromium || { test "$$(id -u)" = 0 && apt-get update -qq && \
+		apt-get install -y -qq --no-install-recommends chromium >/dev/null; } || \
+		echo "make deps: /usr/bin/chromium is missing: as root, apt-get install chromium" >&2
+	@command -v npm >/dev/null || { test "$$(id -u)" = 0 && apt-get update -qq && \
+		apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null; } || \
+		echo "make deps: node/npm are missing: as root, apt-get install nodejs npm" >&2
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench scripts
