@@ -16,6 +16,11 @@ PostgreSQL cluster (``tests/pgserver.py``; or ``--url``, a database it may fill)
   clients (threads, each with its own connection, closed loop: a client asks again as
   soon as it is answered), beside the same queries on the local index (each thread its
   own SQLite connection) and a raw search (one GIN top-10 query, ``ts_rank_cd``);
+* the same through **the real read path**: each client a ``memidex.Memidex`` facade
+  with the URL configured, as the CLI, the library and the MCP server use it
+  (``app/team.py``: a session per answer, the check that the snapshot is not behind the
+  clone, masking, the typed result; every answer checked to be the team index's), beside
+  facades on the local index;
 * **EXPLAIN**: the plans of the search, lookup and brief queries name the GIN and btree
   indexes they must use.
 
@@ -265,7 +270,6 @@ def _measure(root: Path, url: str, args: argparse.Namespace, figures: dict[str, 
 
     queries = gen_corpus.make_queries(args.seed, 200)
     masker = Masker.load(config.root / config.secrets_file)
-    install_team_source()
     n = args.clients
     per = args.per_client
 
@@ -293,6 +297,22 @@ def _measure(root: Path, url: str, args: argparse.Namespace, figures: dict[str, 
     def team() -> Any:
         return TeamIndex.connect(url)
 
+    def facade(team_url: str | None) -> Callable[[], Any]:
+        def make() -> Any:
+            from memidex.app import Memidex
+
+            environ = {"MEMIDEX_INDEX_URL": team_url} if team_url else {}
+            return Memidex(config=load_config(root, environ=environ))
+        return make
+
+    def facade_search(m: Any, i: int) -> None:
+        answer = m.search(queries[i % len(queries)], product=PRODUCT)
+        assert answer.source == ("team" if m.config.index.url else "local"), answer.warning
+
+    def facade_brief(m: Any, i: int) -> None:
+        answer = m.brief(tests[i % len(tests)], product=PRODUCT, record=False)
+        assert answer.source == ("team" if m.config.index.url else "local"), answer.warning
+
     def local() -> Any:
         return IndexDB.open(local_path)
 
@@ -303,14 +323,21 @@ def _measure(root: Path, url: str, args: argparse.Namespace, figures: dict[str, 
         c.prepare_threshold = None
         return c
 
+    via_team, via_local = facade(url), facade(None)
     for ask, make in ((team_search, team), (local_search_one, local), (team_brief, team),
-                      (local_brief, local), (raw_search, raw_conn)):
+                      (local_brief, local), (raw_search, raw_conn),
+                      (facade_search, via_team), (facade_brief, via_team),
+                      (facade_search, via_local), (facade_brief, via_local)):
         concurrent(2, make, ask, 10)  # warm-up
     rows = [("search  team index", team_search, team, 50),
             ("search  local SQLite", local_search_one, local, None),
             ("search  raw PostgreSQL", raw_search, raw_conn, None),
             ("brief   team index", team_brief, team, 30),
-            ("brief   local SQLite", local_brief, local, None)]
+            ("brief   local SQLite", local_brief, local, None),
+            ("search  facade, team", facade_search, via_team, 50),
+            ("search  facade, local", facade_search, via_local, None),
+            ("brief   facade, team", facade_brief, via_team, 30),
+            ("brief   facade, local", facade_brief, via_local, None)]
     results: dict[str, dict[str, float]] = {}
     for name, ask, make, target in rows:
         lats, rate = concurrent(n, make, ask, per)
@@ -322,37 +349,19 @@ def _measure(root: Path, url: str, args: argparse.Namespace, figures: dict[str, 
              f"{pct['p99']:6.1f} ms  {rate:6.0f}/s over {n} clients{verdict}")
     for single, (ask, make) in {"search  team index, 1 client": (team_search, team),
                                 "search  local SQLite, 1 client": (local_search_one, local),
-                                "brief   team index, 1 client": (team_brief, team)}.items():
+                                "brief   team index, 1 client": (team_brief, team),
+                                "search  facade, team, 1 client": (facade_search, via_team),
+                                "brief   facade, team, 1 client": (facade_brief, via_team),
+                                }.items():
         lats, rate = concurrent(1, make, ask, 200)
         pct = _percentiles(lats)
         results[single] = {**pct, "per_second": rate}
-        line(f"{single:30s} p50 {pct['p50']:6.1f} ms  p95 {pct['p95']:6.1f} ms")
+        line(f"{single:31s} p50 {pct['p50']:6.1f} ms  p95 {pct['p95']:6.1f} ms")
     figures["concurrent"] = results
     figures["explain"] = []
     for what, ok, names in explain_checks(url, queries):
         figures["explain"].append({"query": what, "ok": ok, "indexes": names})
         line(f"EXPLAIN {what:36s} {'ok' if ok else 'MISSED'}: {names}")
-
-
-def install_team_source() -> None:
-    """The dispatch the lead adds to ``memidex.index.briefing``: the brief's lookups
-    answered by a team-index session when given one (tests/test_teamindex_parity.py)."""
-    from memidex.index import briefing, query
-    from memidex.teamindex import Session
-
-    for module, name in ((briefing, "anchor_hits"), (briefing, "versions_of"),
-                         (briefing, "version_texts"), (briefing, "citations"),
-                         (briefing, "policies"), (briefing, "known_product"),
-                         (briefing, "products"), (query, "max_ordinal")):
-        local = getattr(module, name)
-
-        def dispatch(db: Any, *a: Any, _local: Any = local, _name: str = name,
-                     **k: Any) -> Any:
-            if isinstance(db, Session):
-                return getattr(db, _name)(*a, **k)
-            return _local(db, *a, **k)
-
-        setattr(module, name, dispatch)
 
 
 if __name__ == "__main__":

@@ -216,7 +216,8 @@ def test_the_typescript_client_reads_over_http(shop: Path, pg_url: str) -> None:
     assert [c["structured"] for c in ts["calls"]] == python["answers"]
 
 
-def _post(url: str, token: str | None) -> tuple[int, dict[str, str]]:
+def _post(url: str, token: str | None, host: str | None = None
+          ) -> tuple[int, dict[str, str]]:
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "raw", "version": "1"}}}).encode()
@@ -224,6 +225,8 @@ def _post(url: str, token: str | None) -> tuple[int, dict[str, str]]:
                "Accept": "application/json, text/event-stream"}
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
+    if host is not None:
+        headers["Host"] = host
     request = urllib.request.Request(url, data=body, headers=headers, method="POST")
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
@@ -234,13 +237,16 @@ def _post(url: str, token: str | None) -> tuple[int, dict[str, str]]:
 
 
 def test_tokens_and_per_client_limits(shop: Path) -> None:
-    other = "another-agents-token-0123456789"
-    server = Server(shop, "--token", TOKEN, "--token", other, "--rate", "0.1")
+    other, third = "another-agents-token-0123456789", "a-third-agents-token-0123456789"
+    server = Server(shop, "--token", TOKEN, "--token", other, "--token", third, "--rate",
+                    "0.1")
     try:
         assert _post(server.url, TOKEN)[0] == 200
         status, headers = _post(server.url, TOKEN)  # this token's bucket is empty
         assert status == 429 and 1 <= int(headers["retry-after"]) <= 10, headers
         assert _post(server.url, other)[0] == 200  # another client: its own bucket
+        # a page of another site pointing a name at 127.0.0.1 (DNS rebinding): 421
+        assert _post(server.url, third, host="evil.example")[0] == 421
         status, headers = _post(server.url, None)
         assert status == 401 and headers["www-authenticate"].startswith("Bearer")
         # a wrong token counts against the address (guessing is limited too)

@@ -309,3 +309,24 @@ def test_index_table_errors_are_config_errors(repo: Path) -> None:
     out = cli(repo, "index", "push")
     assert out.returncode == 4 and out.stderr.count("error:") == 1
     assert "MEMIDEX_INDEX_URL" in out.stderr
+
+
+def test_the_ci_recipe_pushes_as_written(ci_repo: Path, pg_url: str, tmp_path: Path) -> None:
+    """examples/ci/team-index.yml: its push step's command, in a full clone, with the URL
+    from the environment as the secret gives it."""
+    import shlex
+
+    import yaml
+
+    recipe = yaml.safe_load((REPO_ROOT / "examples/ci/team-index.yml").read_text("utf-8"))
+    steps = recipe["jobs"]["push"]["steps"]
+    assert steps[0]["with"]["fetch-depth"] == 0
+    step = next(s for s in steps if s.get("name") == "memidex index push")
+    assert set(step["env"]) == {"MEMIDEX_INDEX_URL"}
+    words = shlex.split(step["run"])
+    assert words[:3] == ["memidex", "index", "push"] and words[-1] == "--json"
+    checkout = clone(ci_repo, tmp_path / "checkout")
+    for expected in ("full", "unchanged"):  # a second run of the job changes nothing
+        pushed = doc(checkout, *words[1:-1], url=pg_url, schema="index-push")
+        assert pushed["action"] == expected and pushed["branch"] == "main"
+        assert pushed["commit"] == head(checkout) and "postgres@" in pushed["url"]
