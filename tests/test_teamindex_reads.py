@@ -25,6 +25,7 @@ import pytest
 
 from conftest import REPO_ROOT, git, make_record, write_record
 from memidex.app import Memidex
+from memidex.errors import UsageError
 from memidex.teamindex import push
 from pgserver import PASSWORD, PASSWORD_ROLE, PgServer, started
 
@@ -166,6 +167,11 @@ def test_the_library_api_reads_the_team_index_and_keeps_its_snapshot(
         assert m.list_records(kinds=["fact"]).source == "team"
         assert m.show(found.results[0].id).source == "team"
         assert m.brief("checkout-happy-path", record=False).source == "team"
+        # a question the team index answers with an error is that error, not a fallback
+        for bad in ({"at": 10**6}, {"product": "no-such-product"}):
+            with pytest.raises(UsageError):
+                m.brief("checkout-happy-path", record=False, **bad)  # type: ignore[arg-type]
+            assert m.team.last_warning == ""
         lexical = m.team.search("place order", strategy="lexical")
         assert lexical.source == "team" and lexical.results == found.results
         # the team index holds no vectors: a vector or hybrid search is the local index's

@@ -141,18 +141,20 @@ class TeamReading:
         or why the local index answers ("" when no team index is configured)."""
         if not self.url:
             return ""
+        entered = False
         try:
             ti = self._connected()
             try:
                 with ti.session() as s:
+                    entered = True
                     self._check_current(s.snapshot)
                     value = question(s)
             except (IndexUnavailableError, StorageError, ConfigError) as exc:
                 raise self._failure(exc) from None
             except UsageError as exc:
-                if "holds several branches" not in exc.message:
+                if entered:
                     raise  # the question's own error (an unknown product, a bad --at)
-                raise self._failure(exc) from None
+                raise self._failure(exc) from None  # several branches, none configured
         except _Declined as declined:
             return self._fell_back(str(declined))
         self._failed = None
