@@ -175,8 +175,7 @@ def test_only_the_mcp_server_imports_the_mcp_sdk() -> None:
 
 def test_sqlite_only_in_the_index_and_the_lease() -> None:
     allowed = ("index/", "write/authority.py", "write/lease.py", "write/status.py",
-               "write/ledger.py",
-               "teamindex/text.py")  # FTS5's tokenizer, in memory: the local index's words
+               "write/ledger.py")
     for path, tree in _modules():
         if "sqlite3" in _imports(tree) or "sqlite_utils" in _imports(tree):
             assert _rel(path).startswith(allowed), f"{_rel(path)} imports sqlite3"

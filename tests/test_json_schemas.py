@@ -76,8 +76,8 @@ def _commands() -> list[list[str]]:
 
 def _schema_name(path: list[str]) -> str:
     """A command's schema file: its name (``runs`` and ``notes`` commands:
-    ``runs-<name>``, ``notes-<name>``)."""
-    return "-".join(path) if path[0] in ("runs", "notes") else path[-1]
+    ``runs-<name>``, ``notes-<name>``, ``models-<name>``)."""
+    return "-".join(path) if path[0] in ("runs", "notes", "models") else path[-1]
 
 
 def test_every_command_takes_json_and_has_a_schema() -> None:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         SearchResult,
         ShownRecord,
         TrustSeries,
+        VectorsReport,
     )
     from memidex.index.db import IndexDB
     from memidex.index.refresh import RefreshReport
@@ -107,6 +108,10 @@ class Reading:
         # is a new process and always checks. Every write resets it.
         self.recheck_seconds = 1.0
         self._checked_at: float | None = None
+        from memidex.app.semantic import Semantic
+
+        self.semantic = Semantic(config, masker)
+        """The model and the vectors (loaded only by a vector search)."""
 
     # --- the index -----------------------------------------------------------------
 
@@ -115,6 +120,7 @@ class Reading:
             self._db.close()
             self._db = None
         self._checked_at = None
+        self.semantic.close()
         from memidex.index.staleness import discard_prefetch
 
         discard_prefetch(str(self.store.root))
@@ -230,6 +236,25 @@ class Reading:
                             maintenance=True):
             return rebuild(self.store, self.config.index_path, jobs=jobs, progress=progress)
 
+    def embed(self, *, progress: Callable[[int, int], None] | None = None,
+              budget_seconds: float | None = None) -> VectorsReport:
+        """Give every record a vector of the cache's best model (``models embed``; after
+        ``rebuild``), unused cached vectors dropped. No model: nothing to do, and why."""
+        from memidex.app.results import VectorsReport
+
+        self.after_write()  # look at the files now, whatever the last look found
+        db = self.open()
+        if db is None:
+            raise IndexUnavailableError(self.note or "the index cannot be opened",
+                                        hint="run `memidex knowledge rebuild-index`")
+        rep = self.semantic.sync(db, budget_seconds=budget_seconds, prune=True,
+                                 progress=progress)
+        emb = self.semantic.embedder()
+        if rep is None or emb is None:
+            return VectorsReport(None, None, reasons=self.semantic.reasons)
+        return VectorsReport(rep.model_id, emb.level, rep.records, rep.embedded, rep.reused,
+                             rep.missing, rep.seconds)
+
     def loaded(self) -> Iterator[LoadedRecord]:
         """Every record that parses, read holding the visibility lock shared, so a change
         set is seen whole (:mod:`memidex.store.visibility`)."""
@@ -287,10 +312,18 @@ class Reading:
     def search(self, text: str, *, product: str | None = None, all_products: bool = False,
                kinds: Sequence[str] = (), statuses: Sequence[str] | None = None,
                anchors: Sequence[str] = (), limit: int = 10,
-               near: Sequence[str] = ()) -> SearchResult:
+               near: Sequence[str] = (), strategy: str = "lexical",
+               fusion: str = "append") -> SearchResult:
         from memidex.app.results import SearchResult
+        from memidex.app.semantic import FUSIONS, STRATEGIES
 
         check_limit(limit)
+        if strategy not in STRATEGIES or fusion not in FUSIONS:
+            raise UsageError(f"unknown strategy {strategy!r} or fusion {fusion!r}",
+                             hint="--strategy lexical|vector|hybrid, --fusion append|rrf")
+        if near and strategy != "lexical":
+            raise UsageError("--near re-ranks the lexical search",
+                             hint="drop --near, or use --strategy lexical")
         q = SearchQuery(text=text, product=self.product(product, all_products),
                         kinds=kinds_of(kinds), statuses=statuses_of(statuses),
                         anchors=anchors_of(anchors, flag="--anchor"), limit=limit,
@@ -307,9 +340,26 @@ class Reading:
             return scan_near(list(self.loaded()), q) if q.near else \
                 scan_search(self.loaded(), q)
 
-        hits, level = self.with_fallback(query, scan)
-        return SearchResult(text, q.product, level, self.masker().mask_hits(hits),
-                            note=self.note)
+        if strategy == "lexical":
+            hits, level = self.with_fallback(query, scan)
+            return SearchResult(text, q.product, level, self.masker().mask_hits(hits),
+                                note=self.note)
+        from memidex.app.semantic import SemanticAnswer
+
+        def semantic(db: IndexDB) -> SemanticAnswer:
+            return self.semantic.search(db, q, strategy, "rrf" if fusion == "rrf"
+                                        else "append")
+
+        def keywords() -> SemanticAnswer:
+            return SemanticAnswer(scan(), SCAN, "", None,
+                                  "vectors need the index: answered by keywords")
+
+        ans, _ = self.with_fallback(semantic, keywords)
+        note = "; ".join(n for n in (self.note, ans.note) if n)
+        return SearchResult(text, q.product, ans.level, self.masker().mask_hits(ans.hits),
+                            note=note, strategy=strategy,
+                            vector_strategy=ans.vector_strategy or None,
+                            fallback=ans.fallback)
 
     def find(self, id_or_prefix: str) -> ShownRecord:
         """The record an id or unique prefix names (its text as stored)."""

@@ -27,7 +27,7 @@ __all__ = ["AddResult", "CheckReport", "CurationResult", "DiffReport", "DoctorRe
            "HealthStatus", "IngestPreview", "IngestResult", "ProposalDecision", "ProposalDetail",
            "ProposalList", "RecordCounts", "RecordList", "RollbackResult", "RunDetail",
            "RunList", "RunRow", "RunTest", "SearchResult", "ShownRecord", "TrustPoint",
-           "TrustSeries"]
+           "TrustSeries", "VectorsReport"]
 
 
 @dataclass(frozen=True)
@@ -39,12 +39,18 @@ class SearchResult:
     level: str
     results: list[SearchHit]
     note: str = ""
+    strategy: str = "lexical"  # lexical | vector | hybrid: what was asked
+    vector_strategy: str | None = None  # memidex | static-floor | sparse: what ranked
+    fallback: Mapping[str, Any] | None = None  # hybrid: the full-text fallback
 
     def to_json(self) -> dict[str, Any]:
         return {
             "query": self.query,
             "product": self.product,
             "level": self.level,
+            "strategy": self.strategy,
+            **({"vector_strategy": self.vector_strategy} if self.vector_strategy else {}),
+            **({"fallback": dict(self.fallback)} if self.fallback is not None else {}),
             "results": [h.as_dict() for h in self.results],
             **({"note": self.note} if self.note else {}),
         }
@@ -346,11 +352,13 @@ class DoctorReport:
     yaml_loader: str
     config: Mapping[str, Any]
     recent_runs: tuple[Mapping[str, Any], ...] = ()
+    vector_strategy: str = "sparse"  # what --strategy vector uses: memidex, static-floor
 
     def to_json(self) -> dict[str, Any]:
         loader = self.yaml_loader
         return {
             "healthy": self.healthy, "level": self.level,
+            "vector_strategy": self.vector_strategy,
             "recent_runs": [dict(r) for r in self.recent_runs],
             "levels": dict(self.levels), "index": dict(self.index),
             "records": {"count": self.record_count,
@@ -484,3 +492,25 @@ class TrustSeries:
         return {"record_id": self.record_id, "product": self.product,
                 "next_ordinal": self.next_ordinal,
                 "points": [p.to_json() for p in self.points]}
+
+
+@dataclass(frozen=True)
+class VectorsReport:
+    """``models embed`` (and the vectors part of ``rebuild-index``): the model whose
+    vectors the index holds now and what it took — or, with no usable model, why not
+    (the vector strategy is then sparse tf·idf, which needs no vectors)."""
+
+    model_id: str | None
+    level: str | None  # memidex | static-floor, or None: no model
+    records: int = 0  # records that had no vector of the model
+    embedded: int = 0
+    reused: int = 0  # read from the side cache instead of embedded
+    missing: int = 0
+    seconds: float = 0.0
+    reasons: Mapping[str, str] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"model_id": self.model_id, "level": self.level, "records": self.records,
+                "embedded": self.embedded, "reused": self.reused, "missing": self.missing,
+                "seconds": round(self.seconds, 3),
+                **({"reasons": dict(self.reasons)} if self.reasons else {})}
