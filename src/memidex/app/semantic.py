@@ -54,6 +54,8 @@ class Semantic:
         self._embedder: Embedder | None = None
         self.reasons: dict[str, str] = {}
         self._rows: tuple[int, VectorRows] | None = None
+        self._complete: tuple[str, ...] | None = None
+        """The index's version when every record had a vector of the model."""
         self.fallbacks_fired = 0
         """How many hybrid searches of this process the full-text fallback added to."""
 
@@ -74,13 +76,21 @@ class Semantic:
              prune: bool = False, progress: Callable[[int, int], None] | None = None
              ) -> SyncReport | None:
         """Embed the records without a vector of the model (None: no model)."""
-        from memidex.index.vectors import side_cache_path, sync_vectors
+        from memidex.index.vectors import SyncReport, side_cache_path, sync_vectors, version
 
         emb = self.embedder()
         if emb is None:
             return None
-        return sync_vectors(db, emb, self.masker().mask, side_cache_path(db.path),
-                            budget_seconds=budget_seconds, prune=prune, progress=progress)
+        key = (str(db.path), emb.model_id, *version(db))
+        if key == self._complete and not prune:  # nothing changed since it was complete
+            return SyncReport(emb.model_id, 0, 0, 0, 0, 0.0)
+        masker = self.masker()
+        report = sync_vectors(db, emb, masker.mask, side_cache_path(db.path),
+                              budget_seconds=budget_seconds, prune=prune,
+                              text_id=text_id(masker), progress=progress)
+        self._complete = (str(db.path), emb.model_id, *version(db)) if report.complete \
+            else None
+        return report
 
     def levels(self, db: IndexDB | None, index_problem: str | None, *, load: bool = True
                ) -> LevelReport:
@@ -160,6 +170,18 @@ class Semantic:
         return SemanticAnswer(hits, level, used, {
             "fusion": fusion, "page_unfilled": fused.page_unfilled,
             "fired": fused.fallback_fired, "added": fused.fts_added}, note)
+
+
+def text_id(masker: Masker) -> str:
+    """How a record's embedded text is made here — memidex's version, the secrets masked
+    and the home folder: a vector cached for a file under another is not reused."""
+    import hashlib
+    import os
+
+    from memidex import __version__
+
+    made = repr((__version__, tuple(masker.secrets), os.environ.get("HOME", "")))
+    return hashlib.sha256(made.encode()).hexdigest()[:16]
 
 
 def duplicate_check(config: Config, masker: Masker) -> Callable[[Record], str | None] | None:

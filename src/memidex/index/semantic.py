@@ -177,11 +177,7 @@ def model_search(db: IndexDB, rows: VectorRows, query: npt.ArrayLike, q: SearchQ
         if q.product not in rows.products:
             return []
         span = rows.products[q.product]
-    keep = np.ones(len(rows.rowids), dtype=bool)
-    if q.statuses:
-        keep &= np.isin(rows.statuses, list(q.statuses))
-    if q.kinds:
-        keep &= np.isin(rows.kinds, list(q.kinds))
+    keep = rows.mask(q.statuses, q.kinds)
     if q.anchors:
         where, params = _filters(None, (), (), q.anchors)
         allowed = [int(r) for (r,) in db.conn.execute(

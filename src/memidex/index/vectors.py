@@ -20,7 +20,7 @@ import contextlib
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from memidex.vectors import Embedder, VectorMatrix
 
 __all__ = ["CACHE_NAME", "GENERATION_KEY", "SideCache", "SyncReport", "VectorRows",
-           "generation", "load_rows", "main_anchors", "side_cache_path", "sync_vectors",
+           "generation", "load_rows", "main_anchors", "version", "side_cache_path", "sync_vectors",
            "vector_counts"]
 
 CACHE_NAME = "vectors-cache.sqlite"
@@ -77,6 +77,11 @@ class SideCache:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("CREATE TABLE IF NOT EXISTS cache (content_key BLOB PRIMARY KEY,"
                          " model_id TEXT NOT NULL, vector BLOB NOT NULL) WITHOUT ROWID")
+            # which text (so which key) a record file gave, for one model and one way of
+            # masking: a rebuild finds its vectors by the files' hashes, in one query
+            conn.execute("CREATE TABLE IF NOT EXISTS by_file (sha256 TEXT NOT NULL,"
+                         " model_id TEXT NOT NULL, text_id TEXT NOT NULL, content_key BLOB"
+                         " NOT NULL, PRIMARY KEY (sha256, model_id, text_id)) WITHOUT ROWID")
             conn.execute("SELECT count(*) FROM (SELECT 1 FROM cache LIMIT 1)").fetchone()
         except sqlite3.Error:
             conn.close()
@@ -98,7 +103,9 @@ class SideCache:
             return {}
         return out
 
-    def put(self, model_id: str, rows: Iterable[tuple[bytes, bytes]]) -> None:
+    def put(self, model_id: str, rows: Iterable[tuple[bytes, bytes]],
+            files: Iterable[tuple[str, bytes]] = (), text_id: str = "") -> None:
+        """Store vectors by key, and which key each record file (by hash) gave."""
         if self.conn is None:
             return
         with contextlib.suppress(sqlite3.Error):  # a full disk costs a re-embedding later
@@ -106,6 +113,9 @@ class SideCache:
             self.conn.executemany(
                 "INSERT OR REPLACE INTO cache(content_key, model_id, vector) VALUES (?, ?, ?)",
                 [(k, model_id, v) for k, v in rows])
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO by_file(sha256, model_id, text_id, content_key)"
+                " VALUES (?, ?, ?, ?)", [(sha, model_id, text_id, k) for sha, k in files])
             self.conn.execute("COMMIT")
         if self.conn.in_transaction:
             with contextlib.suppress(sqlite3.Error):
@@ -120,6 +130,7 @@ class SideCache:
             gone = [(k,) for k in keys if k not in keep]
             self.conn.execute("BEGIN IMMEDIATE")
             self.conn.executemany("DELETE FROM cache WHERE content_key = ?", gone)
+            self.conn.executemany("DELETE FROM by_file WHERE content_key = ?", gone)
             self.conn.execute("COMMIT")
             return len(gone)
         except sqlite3.Error:
@@ -168,6 +179,15 @@ def generation(db: IndexDB) -> int:
 
 
 @translating
+def version(db: IndexDB) -> tuple[str, str]:
+    """What changes whenever a record or a vector does: the index's fingerprint (every
+    file's hash, kept by each refresh) and the vectors' generation — one lookup."""
+    got = dict(db.conn.execute("SELECT key, value FROM meta WHERE key IN ('fingerprint', ?)",
+                               (GENERATION_KEY,)).fetchall())
+    return str(got.get("fingerprint", "")), str(got.get(GENERATION_KEY, "0"))
+
+
+@translating
 def vector_counts(db: IndexDB) -> tuple[int, dict[str, int]]:
     """The number of records, and of vectors per model id."""
     c = db.conn
@@ -177,34 +197,80 @@ def vector_counts(db: IndexDB) -> tuple[int, dict[str, int]]:
     return records, by_model
 
 
+def _complete(conn: sqlite3.Connection, model_id: str) -> bool:
+    """Every record has a vector of the model and no other model has any: three counts
+    over indexes (a vector's row exists only while its record's does)."""
+    records = conn.execute("SELECT count(*) FROM records").fetchone()[0]
+    mine = conn.execute("SELECT count(*) FROM vectors WHERE model_id = ?",
+                        (model_id,)).fetchone()[0]
+    every = conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
+    return bool(records == mine == every)
+
+
+def _from_files(db: IndexDB, cache_path: Path, model_id: str, dim: int, text_id: str
+                ) -> int:
+    """The vectors the side cache holds for the records' files as they are now (by
+    hash), copied in one statement: what makes a rebuild cheap. How many."""
+    conn = db.conn
+    try:
+        conn.execute("ATTACH DATABASE ? AS side", (f"file:{cache_path}?mode=ro",))
+    except sqlite3.Error:
+        return 0
+    try:
+        with db.begin_write() as c:
+            cur = c.execute(
+                "INSERT OR IGNORE INTO vectors(record_rowid, model_id, dim, content_key,"
+                " vector) SELECT r.rowid, ?, ?, b.content_key, k.vector FROM records r"
+                " JOIN files f ON f.path = r.path JOIN side.by_file b ON b.sha256 ="
+                " f.sha256 AND b.model_id = ? AND b.text_id = ? JOIN side.cache k ON"
+                " k.content_key = b.content_key WHERE NOT EXISTS (SELECT 1 FROM vectors v"
+                " WHERE v.record_rowid = r.rowid)", (model_id, dim, model_id, text_id))
+            copied = max(cur.rowcount, 0)
+            if copied:
+                _bump(c)
+        return copied
+    except sqlite3.OperationalError:  # a cache without by_file yet, or a locked one
+        return 0
+    finally:
+        conn.execute("DETACH DATABASE side")
+
+
 @translating
 def sync_vectors(db: IndexDB, embedder: Embedder, mask: Callable[[str], str],
                  cache_path: Path | None, *, budget_seconds: float | None = None,
-                 prune: bool = False,
+                 prune: bool = False, text_id: str = "",
                  progress: Callable[[int, int], None] | None = None) -> SyncReport:
     """Give every record a vector of ``embedder``'s model: drop other models' vectors,
-    embed (in batches) the records that have none — reading the side cache first — and
-    write each batch in its own short transaction. ``budget_seconds``: stop embedding
-    after that long (the report says how many are left; a reading command bounds its
-    cost so). ``prune``: after a complete sync, drop the side cache's unused vectors."""
+    copy the side cache's vectors of the records' files as they are (by hash), embed
+    (in batches) the records still without one — reading the side cache by text first —
+    and write each batch in its own short transaction. ``text_id`` names how texts are
+    made (memidex's version, the masking): a file's cached key is used only under the
+    same one. ``budget_seconds``: stop embedding after that long (the report says how
+    many are left; a reading command bounds its cost so). ``prune``: after a complete
+    sync, drop the side cache's unused vectors."""
     from memidex.vectors.blobs import encode_f16
     from memidex.vectors.text import record_text
 
     start = time.monotonic()
     model_id, dim = embedder.model_id, int(embedder.dim)
     conn = db.conn
+    if _complete(conn, model_id) and not prune:
+        return SyncReport(model_id, 0, 0, 0, 0, time.monotonic() - start)
     if conn.execute("SELECT 1 FROM vectors WHERE model_id != ? LIMIT 1",
                     (model_id,)).fetchone():
         with db.begin_write() as c:
             c.execute("DELETE FROM vectors WHERE model_id != ?", (model_id,))
             _bump(c)
+    copied = _from_files(db, cache_path, model_id, dim, text_id) \
+        if cache_path is not None and cache_path.exists() else 0
     rows = conn.execute(
         "SELECT r.rowid, r.path, f.sha256, r.title, r.body, r.anchors FROM records r"
         " JOIN files f ON f.path = r.path LEFT JOIN vectors v ON v.record_rowid = r.rowid"
         " WHERE v.record_rowid IS NULL ORDER BY r.rowid").fetchall()
     cache = SideCache(cache_path) if cache_path is not None else None
     batch = 32 if getattr(embedder, "level", "") == "memidex" else 256
-    embedded = reused = done = 0
+    embedded = done = 0
+    reused = copied
     try:
         for i in range(0, len(rows), batch):
             part = rows[i:i + batch]
@@ -216,12 +282,14 @@ def sync_vectors(db: IndexDB, embedder: Embedder, mask: Callable[[str], str],
                     time.monotonic() - start > budget_seconds:
                 break
             blobs = dict(have)
+            new: list[tuple[bytes, bytes]] = []
             if need:
                 vecs = embedder.embed([texts[j] for j in need])
                 new = [(keys[j], encode_f16(v)) for j, v in zip(need, vecs, strict=True)]
                 blobs.update(new)
-                if cache is not None:
-                    cache.put(model_id, new)
+            if cache is not None:
+                cache.put(model_id, new, [(r[2], k) for r, k in zip(part, keys, strict=True)],
+                          text_id)
             with db.begin_write() as c:
                 c.executemany(
                     "INSERT OR REPLACE INTO vectors(record_rowid, model_id, dim, content_key,"
@@ -240,7 +308,7 @@ def sync_vectors(db: IndexDB, embedder: Embedder, mask: Callable[[str], str],
     finally:
         if cache is not None:
             cache.close()
-    return SyncReport(model_id, len(rows), embedded, reused, len(rows) - done,
+    return SyncReport(model_id, copied + len(rows), embedded, reused, len(rows) - done,
                       time.monotonic() - start)
 
 
@@ -256,6 +324,22 @@ class VectorRows:
     kinds: npt.NDArray[Any]
     products: dict[str, slice]
     matrix: VectorMatrix
+    masks: dict[tuple[tuple[str, ...], tuple[str, ...]], npt.NDArray[np.bool_]] = field(
+        default_factory=dict)
+
+    def mask(self, statuses: Sequence[str], kinds: Sequence[str]) -> npt.NDArray[np.bool_]:
+        """The rows of these statuses and kinds (each empty: any), computed once."""
+        import numpy as np
+
+        key = (tuple(sorted(statuses)), tuple(sorted(kinds)))
+        if key not in self.masks:
+            keep = np.ones(len(self.rowids), dtype=bool)
+            if statuses:
+                keep &= np.isin(self.statuses, list(statuses))
+            if kinds:
+                keep &= np.isin(self.kinds, list(kinds))
+            self.masks[key] = keep
+        return self.masks[key]
 
 
 @translating
