@@ -351,3 +351,35 @@ def test_the_sparse_norm_is_the_lnc_norm_of_fts5s_terms(repo: Path) -> None:
         tf = Counter(tokens(title) + tokens(body) + tokens(anchors))
         assert math.isclose(norm, math.sqrt(sum((1 + math.log(c)) ** 2 for c in tf.values())))
     m.close()
+
+
+def test_an_ingest_proposes_a_renamed_elements_fact_instead_of_a_second_belief(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from learnkit import a_run, a_test, ingest, step
+    from memidex.vectors import dedupe
+
+    _cache(repo)
+
+    def run(run_id: str, element: str) -> dict[str, Any]:
+        return a_run(run_id, [a_test("checkout", [
+            step(0, element, "Place order (disabled)", kind="assert-disabled",
+                 anchors=("page:/checkout",))])])
+
+    first = ingest(repo, run("r-1", "el:button:place-order"))
+    assert "add" in [c["op"] for c in first["changes"]] and not first["proposals"]
+    with Memidex(repo) as m:
+        assert m.embed_vectors().missing == 0
+    monkeypatch.setitem(dedupe.DUPLICATE_THRESHOLDS, "memidex", 0.9)  # type: ignore[index]
+    second = ingest(repo, run("r-2", "el:button:submit-order"))
+    assert second["proposals"], second  # held for a person, not a second belief
+    with Memidex(repo) as m:
+        [p] = m.proposals().proposals
+        assert p.reason.startswith("looks like fact-el-button-place-order"), p.reason
+    # without the model, the same run adds the fact (nothing to compare with)
+    other = repo.parent / "other"
+    from learnkit import init_repo
+
+    init_repo(other)
+    ingest(other, run("r-1", "el:button:place-order"))
+    again = ingest(other, run("r-2", "el:button:submit-order"))
+    assert not again["proposals"] and "add" in [c["op"] for c in again["changes"]]

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memidex.app.history import TrustPoint, TrustSeries
 from memidex.app.reading import Reading
 from memidex.app.results import (
     AddResult,
@@ -35,9 +36,8 @@ from memidex.app.results import (
     RunList,
     SearchResult,
     ShownRecord,
-    TrustSeries,
-    VectorsReport,
 )
+from memidex.app.semantic import VectorsReport
 from memidex.config import Config, load_config
 from memidex.store.files import Store
 
@@ -76,6 +76,7 @@ __all__ = [
     "RunList",
     "SearchResult",
     "ShownRecord",
+    "TrustPoint",
     "TrustSeries",
     "VectorsReport",
 ]
@@ -211,7 +212,10 @@ class Memidex:
 
     def trust_series(self, id_or_prefix: str) -> TrustSeries:
         """A record's trust at each run ordinal, every version (the dashboard's chart)."""
-        return self.reading.trust_series(id_or_prefix)
+        from memidex.app.history import trust_series
+
+        r = self.reading.find(id_or_prefix).record
+        return trust_series(self.config, self.store, r, self.reading.ordinal_floor(r.product))
 
     def ordinal_floor(self, product: str) -> int:
         """The highest run ordinal ``product``'s records name (0: none)."""

@@ -11,7 +11,7 @@ change; the refresh after a write runs here, after the write route released the 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from memidex.config import Config
@@ -20,7 +20,6 @@ from memidex.errors import (
     IndexUnavailableError,
     LeaseError,
     NotFoundError,
-    RecordError,
     UsageError,
 )
 from memidex.records.vocab import KINDS, STATUSES
@@ -33,13 +32,11 @@ if TYPE_CHECKING:
         RecordList,
         SearchResult,
         ShownRecord,
-        TrustSeries,
-        VectorsReport,
     )
+    from memidex.app.semantic import VectorsReport
     from memidex.index.db import IndexDB
     from memidex.index.refresh import RefreshReport
     from memidex.masking import Masker
-    from memidex.records.model import Record
     from memidex.records.shape import RecordSummary
     from memidex.search.ranking import SearchHit
     from memidex.serve.values import Brief
@@ -50,8 +47,6 @@ T = TypeVar("T")
 MAX_LIMIT = 2**63 - 1  # memidex.records.model.MAX_ORDINAL (not imported on a search)
 LEXICAL = "lexical-only"
 SCAN = "bundle-scan"
-TRUST_POINTS = 200
-"""The most ordinals :meth:`Reading.trust_series` gives (evenly spread)."""
 
 
 def statuses_of(statuses: Sequence[str] | None) -> tuple[str, ...]:
@@ -240,7 +235,7 @@ class Reading:
               budget_seconds: float | None = None) -> VectorsReport:
         """Give every record a vector of the cache's best model (``models embed``; after
         ``rebuild``), unused cached vectors dropped. No model: nothing to do, and why."""
-        from memidex.app.results import VectorsReport
+        from memidex.app.semantic import VectorsReport
 
         self.after_write()  # look at the files now, whatever the last look found
         db = self.open()
@@ -467,75 +462,3 @@ class Reading:
 
         rows, level = self.with_fallback(query, scan)
         return RecordCounts(tuple(rows), level)
-
-    def trust_series(self, id_or_prefix: str) -> TrustSeries:
-        """The record's trust at each run ordinal (:class:`TrustSeries`), from its oldest
-        version's start to the product's next ordinal: at each ordinal, the record as it
-        was then — its last write at or before that ordinal in the change ledger (each
-        confirmation raising it, each contradiction lowering it) or, before the ledger
-        knew it, the version its file keeps for that window — weighed by
-        :func:`memidex.trust.record_trust` there."""
-        from memidex.app.results import TrustPoint, TrustSeries
-        from memidex.runstate.ordinals import current_ordinal
-
-        r = self.find(id_or_prefix).record
-        nxt = current_ordinal(self.config, r.product, self.ordinal_floor(r.product)) + 1
-        known = self._ledger_states(r)
-        start = min([r.valid.from_, *(h.valid.from_ for h in r.history),
-                     *(o for o, _ in known)])
-        # the file as it is now from the last write the ledger knows on (a hand edit since)
-        known.append((max([o for o, _ in known], default=start), r))
-        end = max(nxt, start)
-        step = max(1, -(-(end - start) // (TRUST_POINTS - 1)))
-        points = []
-        half_lives = self.config.half_life_runs
-        for o in sorted({*range(start, end, step), end}):
-            state = next((rec for at, rec in reversed(known) if at <= o), r)
-            found = _version_at(state, o, half_lives) or _version_at(r, o, half_lives)
-            if found is not None:
-                points.append(TrustPoint(o, *found))
-        return TrustSeries(r.id, r.product, nxt, tuple(points))
-
-    def _ledger_states(self, r: Record) -> list[tuple[int, Record]]:
-        """(ordinal, the record as that write left it), oldest first, from the change
-        ledger's landed writes of ``r`` (a person's curation, which names no run, at the
-        ordinal the record itself names then); unreadable bytes are skipped."""
-        from memidex.records.codec import parse_record_bytes
-        from memidex.write.ledger import Ledger
-
-        ledger = Ledger(self.store.queue_dir)
-        out: list[tuple[int, Record]] = []
-        for entry in ledger.for_record(r.id):
-            for op in entry.ops:
-                if op.record_id != r.id or not entry.landed or op.after is None:
-                    continue
-                try:
-                    data = ledger.after_bytes(op)
-                    rec = parse_record_bytes(data, op.path) if data is not None else None
-                except (LookupError, RecordError, OSError, UnicodeDecodeError):
-                    continue
-                if rec is None or rec.id != r.id:
-                    continue
-                at = entry.ordinal if entry.ordinal is not None else max(
-                    [rec.valid.from_, rec.trust.last_confirmed or 0, *(o for o, _ in out)])
-                out.append((at, rec))
-        return out
-
-
-def _version_at(r: Record, ordinal: int, half_lives: Mapping[str, int]
-                ) -> tuple[int, str, float] | None:
-    """(version number, status, trust at ``ordinal``) of the version of ``r`` whose window
-    holds ``ordinal``; None when none does."""
-    from dataclasses import replace
-
-    from memidex.records.model import Valid
-    from memidex.trust import record_trust
-
-    versions = [(h.valid, *h.resolved(r)) for h in r.history]
-    versions.append((r.valid, r.trust, r.anchors, r.status))
-    for number, (valid, trust, _anchors, status) in enumerate(versions, 1):
-        if valid.from_ <= ordinal and (valid.until is None or ordinal < valid.until):
-            version = replace(r, trust=trust, valid=Valid(valid.from_, valid.until))
-            return number, status, record_trust(version, ordinal=ordinal,
-                                                 half_life_runs=half_lives).value
-    return None

@@ -5,8 +5,9 @@ the schema tests hold each command's output to them).
 Every public method of :class:`memidex.Memidex` returns one of these (or a value of the
 layer that owns it: a :class:`memidex.serve.values.Brief`, a
 :class:`memidex.review.changes.ReviewReport`, an :class:`memidex.index.build.BuildReport`,
-a :class:`memidex.importers.ImportResult`, a :class:`memidex.write.daemon.DaemonReport`),
-never ``Any`` or a bare dictionary.
+a :class:`memidex.importers.ImportResult`, a :class:`memidex.write.daemon.DaemonReport`,
+the trust chart's :class:`memidex.app.history.TrustSeries`, the vectors'
+:class:`memidex.app.semantic.VectorsReport`), never ``Any`` or a bare dictionary.
 """
 
 from __future__ import annotations
@@ -26,8 +27,7 @@ if TYPE_CHECKING:  # a search on an up-to-date index loads neither
 __all__ = ["AddResult", "CheckReport", "CurationResult", "DiffReport", "DoctorReport",
            "HealthStatus", "IngestPreview", "IngestResult", "ProposalDecision", "ProposalDetail",
            "ProposalList", "RecordCounts", "RecordList", "RollbackResult", "RunDetail",
-           "RunList", "RunRow", "RunTest", "SearchResult", "ShownRecord", "TrustPoint",
-           "TrustSeries", "VectorsReport"]
+           "RunList", "RunRow", "RunTest", "SearchResult", "ShownRecord"]
 
 
 @dataclass(frozen=True)
@@ -459,58 +459,3 @@ class HealthStatus:
     def to_json(self) -> dict[str, Any]:
         return {"level": self.level, "levels": dict(self.levels), "note": self.note,
                 "index": dict(self.index), "lease": dict(self.lease)}
-
-
-@dataclass(frozen=True)
-class TrustPoint:
-    """A record's trust as a brief at ``ordinal`` would weigh it (``version``: 1 the
-    oldest in its history, the current version last)."""
-
-    ordinal: int
-    version: int
-    status: str
-    value: float
-
-    def to_json(self) -> dict[str, Any]:
-        return {"ordinal": self.ordinal, "version": self.version, "status": self.status,
-                "value": self.value}
-
-
-@dataclass(frozen=True)
-class TrustSeries:
-    """A record's trust over run ordinals, from its oldest version's start to the
-    product's next ordinal (:func:`memidex.trust.record_trust` of the version whose window
-    holds each ordinal; a gap where no version does). At most ``MAX_POINTS`` ordinals,
-    evenly spread, the first and the last always among them."""
-
-    record_id: str
-    product: str
-    next_ordinal: int
-    points: tuple[TrustPoint, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"record_id": self.record_id, "product": self.product,
-                "next_ordinal": self.next_ordinal,
-                "points": [p.to_json() for p in self.points]}
-
-
-@dataclass(frozen=True)
-class VectorsReport:
-    """``models embed`` (and the vectors part of ``rebuild-index``): the model whose
-    vectors the index holds now and what it took — or, with no usable model, why not
-    (the vector strategy is then sparse tf·idf, which needs no vectors)."""
-
-    model_id: str | None
-    level: str | None  # memidex | static-floor, or None: no model
-    records: int = 0  # records that had no vector of the model
-    embedded: int = 0
-    reused: int = 0  # read from the side cache instead of embedded
-    missing: int = 0
-    seconds: float = 0.0
-    reasons: Mapping[str, str] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"model_id": self.model_id, "level": self.level, "records": self.records,
-                "embedded": self.embedded, "reused": self.reused, "missing": self.missing,
-                "seconds": round(self.seconds, 3),
-                **({"reasons": dict(self.reasons)} if self.reasons else {})}

@@ -12,7 +12,7 @@ with progress). With no model in the cache the vector strategy *is* sparse tf·i
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -27,12 +27,34 @@ if TYPE_CHECKING:
     from memidex.vectors import Embedder, LevelReport
 
 __all__ = ["EMBED_BUDGET_SECONDS", "FUSIONS", "STRATEGIES", "Semantic", "SemanticAnswer",
-           "duplicate_check"]
+           "VectorsReport", "duplicate_check", "text_id"]
 
 STRATEGIES = ("lexical", "vector", "hybrid")
 FUSIONS = ("append", "rrf")
 EMBED_BUDGET_SECONDS = 5.0
 """How long one reading command may spend embedding records that have no vector yet."""
+
+
+@dataclass(frozen=True)
+class VectorsReport:
+    """``models embed`` (and the vectors part of ``rebuild-index``): the model whose
+    vectors the index holds now and what it took — or, with no usable model, why not
+    (the vector strategy is then sparse tf·idf, which needs no vectors)."""
+
+    model_id: str | None
+    level: str | None  # memidex | static-floor, or None: no model
+    records: int = 0  # records that had no vector of the model
+    embedded: int = 0
+    reused: int = 0  # read from the side cache instead of embedded
+    missing: int = 0
+    seconds: float = 0.0
+    reasons: Mapping[str, str] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"model_id": self.model_id, "level": self.level, "records": self.records,
+                "embedded": self.embedded, "reused": self.reused, "missing": self.missing,
+                "seconds": round(self.seconds, 3),
+                **({"reasons": dict(self.reasons)} if self.reasons else {})}
 
 
 @dataclass(frozen=True)
@@ -178,7 +200,7 @@ def text_id(masker: Masker) -> str:
     import hashlib
     import os
 
-    from memidex import __version__
+    from memidex._version import __version__
 
     made = repr((__version__, tuple(masker.secrets), os.environ.get("HOME", "")))
     return hashlib.sha256(made.encode()).hexdigest()[:16]
