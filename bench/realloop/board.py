@@ -1,4 +1,4 @@
-"""The real loop's scoreboard: what score.py collects, the targets of the learning-truth work and the
+"""The real loop's scoreboard: what score.py collects, its targets and the
 printed scoreboard (docs/realloop.md)."""
 
 from __future__ import annotations
