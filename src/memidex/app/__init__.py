@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memidex.app.history import TrustPoint, TrustSeries
+from memidex.app.notes import NoteAdded, NoteList
 from memidex.app.reading import Reading
 from memidex.app.results import (
     AddResult,
@@ -45,7 +46,6 @@ if TYPE_CHECKING:
     from memidex.app.curation import Curation
     from memidex.app.health import Health
     from memidex.app.learning import Learning
-    from memidex.app.notes import NoteAdded, NoteList
     from memidex.importers import ImportResult
     from memidex.index.build import BuildReport
     from memidex.masking import Masker
@@ -66,6 +66,8 @@ __all__ = [
     "HealthStatus",
     "IngestResult",
     "Memidex",
+    "NoteAdded",
+    "NoteList",
     "ProposalDecision",
     "ProposalDetail",
     "ProposalList",
