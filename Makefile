@@ -54,6 +54,7 @@ bench: $(STAMP) bytecode
 ## docs: regenerate docs/cli.md, the diagram in docs/architecture.md and the MCP tools' output schemas (tests check all three)
 docs: $(STAMP)
 	$(BIN)/python scripts/gen_cli_docs.py
+	$(BIN)/python scripts/gen_api_docs.py
 	$(BIN)/python scripts/import_graph.py --write
 	$(BIN)/python scripts/gen_mcp_schemas.py
 

@@ -1,4 +1,4 @@
-"""The brief's benchmark (issue 12, "Speed"), beside search's figures from the same run.
+"""The brief's benchmark, beside search's figures from the same run.
 
     python bench/brief_bench.py [--n 100000] [--seed 7] [--corpus DIR] [--tests 200]
                                 [--cli-repeat 10] [--keep]
@@ -58,7 +58,7 @@ def _setup(corpus: Path, n: int, seed: int, tests: int, prefix: str = "bench-tes
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description="memidex brief benchmark (issue 12)")
+    p = argparse.ArgumentParser(description="memidex brief benchmark")
     p.add_argument("--n", type=int, default=100_000)
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--corpus", type=Path, default=None)

@@ -1,4 +1,4 @@
-"""The dashboard's benchmark (issue 24, "Speed"): each page through HTTP at N records,
+"""The dashboard's benchmark: each page through HTTP at N records,
 beside the CLI's ``--json`` for the same data, measured in the same run.
 
     python bench/dashboard_bench.py [--n 100000] [--seed 7] [--corpus DIR] [--requests 30]
@@ -168,7 +168,7 @@ class Dashboard:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description="memidex dashboard benchmark (issue 24)")
+    p = argparse.ArgumentParser(description="memidex dashboard benchmark")
     p.add_argument("--n", type=int, default=100_000)
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--corpus", type=Path, default=None)

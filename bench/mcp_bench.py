@@ -1,4 +1,4 @@
-"""The MCP server's benchmark (issue 12, item 7): ``brief`` through ``memidex mcp``.
+"""The MCP server's benchmark: ``brief`` through ``memidex mcp``.
 
     python bench/mcp_bench.py [--corpus DIR] [--n 2000] [--seed 7] [--calls 200] [--keep]
 
@@ -103,7 +103,7 @@ async def _measure(exe: str, corpus: Path, names: list[str], queries: list[str]
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description="memidex mcp benchmark (issue 12, item 7)")
+    p = argparse.ArgumentParser(description="memidex mcp benchmark")
     p.add_argument("--corpus", type=Path, default=None,
                    help="a corpus directory (default: generate a small one)")
     p.add_argument("--n", type=int, default=2000, help="records in the corpus")

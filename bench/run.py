@@ -636,6 +636,22 @@ def main(argv: list[str] | None = None) -> int:
             if done.returncode != 0:
                 note(f"{script} failed: {done.stderr.strip()[-500:]}")
 
+        # --- search by meaning (docs/vectors.md): needs a model cache --------------------
+        models = Path(os.environ.get("MEMIDEX_MODEL_CACHE_DIR", "/tmp/memidex-models"))
+        if models.is_dir():
+            note(f"vectors_bench.py on the corpus with the models of {models}")
+            done = subprocess.run([py, str(BENCH / "vectors_bench.py"), "--corpus",
+                                   str(corpus), "--n", str(args.n), "--models", str(models)],
+                                  capture_output=True, text=True, check=False)
+            for line in done.stdout.splitlines():
+                print(line, file=out, flush=True)
+            if done.returncode != 0:
+                note(f"vectors_bench.py failed: {done.stderr.strip()[-500:]}")
+        else:
+            note(f"search by meaning not measured: no model cache at {models} "
+                 "(`python bench/retrieval/setup_models.py --cache DIR`, then "
+                 "MEMIDEX_MODEL_CACHE_DIR=DIR)")
+
         # --- learning: runs ingest (docs/learning.md) ----------------------------------
         from ingest_bench import TESTS, ingest_figures
 

@@ -1,4 +1,4 @@
-"""The team index's benchmark (issue 23; SPEC §9's PostgreSQL targets), beside the local
+"""The team index's benchmark (SPEC §9's PostgreSQL targets), beside the local
 SQLite index and a raw PostgreSQL limit measured in the same run.
 
     python bench/teamindex_bench.py [--n 100000] [--seed 7] [--corpus DIR] [--clients 20]
@@ -184,7 +184,7 @@ def explain_checks(url: str, queries: list[str]) -> list[tuple[str, bool, str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description="memidex team index benchmark (issue 23)")
+    p = argparse.ArgumentParser(description="memidex team index benchmark")
     p.add_argument("--n", type=int, default=100_000)
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--corpus", type=Path)

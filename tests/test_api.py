@@ -46,3 +46,41 @@ def test_the_export_is_lazy() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.split() == ["False", "True", "memidex.app"]
+
+
+def _gen_api() -> object:
+    import importlib.util
+
+    from conftest import REPO_ROOT
+
+    spec = importlib.util.spec_from_file_location("gen_api_docs",
+                                                  REPO_ROOT / "scripts/gen_api_docs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_no_public_method_returns_any_or_a_dictionary() -> None:
+    import typing
+    from collections.abc import Mapping
+
+    for name, _sig, ret, _doc in _gen_api().methods():  # type: ignore[attr-defined]
+        assert ret is not None, f"Memidex.{name} has no return annotation"
+        assert ret is not typing.Any, f"Memidex.{name} returns Any"
+        origin = typing.get_origin(ret) or ret
+        assert origin not in (dict, Mapping), f"Memidex.{name} returns a dictionary"
+
+
+def test_every_result_type_is_exported_and_documented() -> None:
+    import memidex.app
+    from conftest import REPO_ROOT
+
+    gen = _gen_api()
+    doc = (REPO_ROOT / "docs/api.md").read_text(encoding="utf-8")
+    assert doc == gen.render(), "docs/api.md is stale: run `make docs`"  # type: ignore[attr-defined]
+    for t in gen.result_types():  # type: ignore[attr-defined]
+        assert hasattr(t, "to_json") or hasattr(t, "as_dict"), t
+        assert f"`{t.__module__}.{t.__name__}`" in doc
+        if t.__module__.startswith("memidex.app"):
+            assert t.__name__ in memidex.app.__all__, f"{t.__name__} is not in memidex.app.__all__"

@@ -131,6 +131,33 @@ def test_write_and_index_do_not_know_each_other() -> None:
                                 ("search", "write"), ("search", "index")), f"{me} → {target}"
 
 
+def test_the_learning_core_and_its_state_never_touch_the_writer_or_the_index() -> None:
+    """The run-evidence format, the importers, the pure learning core and the local run
+    state know nothing of how records are written or indexed: the ingest job
+    (``app/ingest.py``) composes them with the writer."""
+    for path, tree in _modules():
+        me = _module_name(path)
+        if _unit(me) in ("evidence", "importers", "learning", "runstate"):
+            for target in _memidex_imports(tree):
+                assert _unit(target) not in ("write", "index", "teamindex", "search",
+                                             "serve", "app"), f"{me} imports {target}"
+
+
+def test_adapters_never_import_the_index() -> None:
+    """The CLI, the MCP server and the dashboard parse, call the facade and render: the
+    index (local or team) is the reading service's. One exception: the CLI's fast path
+    starts the staleness check's ``git`` call before it imports the facade, so that the
+    call and the imports overlap (``Reading.prefetch`` is the same call for a process
+    that has the facade already)."""
+    for path, tree in _modules():
+        me = _module_name(path)
+        if _unit(me) in ("cli", "mcpserver", "dashboard"):
+            for target in _memidex_imports(tree) - {"memidex.index.staleness"}:
+                assert _unit(target) not in ("index", "teamindex"), f"{me} imports {target}"
+            if "memidex.index.staleness" in _memidex_imports(tree):
+                assert me == "memidex.cli.fast", f"{me} imports memidex.index.staleness"
+
+
 def test_no_import_cycles_between_modules() -> None:
     """Counting imports inside functions too: the module graph is acyclic."""
     graph = {_module_name(p): {t for t in _memidex_imports(tree)} for p, tree in _modules()}
@@ -175,8 +202,7 @@ def test_only_the_mcp_server_imports_the_mcp_sdk() -> None:
 
 def test_sqlite_only_in_the_index_and_the_lease() -> None:
     allowed = ("index/", "write/authority.py", "write/lease.py", "write/status.py",
-               "write/ledger.py",
-               "teamindex/text.py")  # FTS5's tokenizer, in memory: the local index's words
+               "write/ledger.py")
     for path, tree in _modules():
         if "sqlite3" in _imports(tree) or "sqlite_utils" in _imports(tree):
             assert _rel(path).startswith(allowed), f"{_rel(path)} imports sqlite3"

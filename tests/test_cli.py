@@ -282,7 +282,7 @@ def test_doctor_json_reports_health_and_c_loader(repo: Path) -> None:
     assert report["index"]["schema_version"] == SCHEMA_VERSION
     assert report["records"] == {"count": 5, "errors": []}
     assert report["yaml"]["c_loader"] is True
-    assert report["levels"]["memidex"].startswith("no embedding")
+    assert report["levels"]["memidex"].startswith("no full model (ONNX) in the model cache")
 
 
 def test_bundled_examples_pass_check() -> None:

@@ -107,7 +107,7 @@ def test_help_and_mistakes_are_typers(repo: Path) -> None:
     out = run_cli(repo, "knowledge", "search", "x", "--limit", "0")
     assert out.returncode == 2 and "--limit" in out.stderr  # click's usage error
     out = run_cli(repo, "knowledge", "search", "--help")
-    assert out.returncode == 0 and "Full-text search" in out.stdout
+    assert out.returncode == 0 and "--strategy" in out.stdout
 
 
 def test_fast_path_output_and_errors(repo: Path) -> None:

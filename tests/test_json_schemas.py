@@ -75,9 +75,9 @@ def _commands() -> list[list[str]]:
 
 
 def _schema_name(path: list[str]) -> str:
-    """A command's schema file: its name (``runs``, ``notes`` and ``index`` commands:
-    ``runs-<name>``, ``notes-<name>``, ``index-<name>``)."""
-    return "-".join(path) if path[0] in ("runs", "notes", "index") else path[-1]
+    """A command's schema file: its name (``runs``, ``notes``, ``models`` and ``index``
+    commands: ``runs-<name>``, ``notes-<name>``, ``models-<name>``, ``index-<name>``)."""
+    return "-".join(path) if path[0] in ("runs", "notes", "models", "index") else path[-1]
 
 
 def test_every_command_takes_json_and_has_a_schema() -> None:

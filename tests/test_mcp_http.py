@@ -1,4 +1,4 @@
-"""``memidex mcp --transport http`` (issue 23, docs/mcp.md "Over HTTP"): a real server in
+"""``memidex mcp --transport http`` (docs/mcp.md, "Over HTTP"): a real server in
 a subprocess, driven by the official MCP SDK's streamable HTTP client (and the TypeScript
 SDK's), reading a team index on a real PostgreSQL.
 

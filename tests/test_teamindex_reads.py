@@ -1,4 +1,4 @@
-"""Reading commands answered by the team index (issue 23, docs/team-index.md "Reading").
+"""Reading commands answered by the team index (docs/team-index.md, "Reading from it").
 
 A "CI" repository holds the example knowledge and a run learned from it; it pushes to a
 real PostgreSQL (``conftest_pg.py``). A fresh clone with ``MEMIDEX_INDEX_URL`` set then

@@ -1,6 +1,5 @@
 """``memidex models list|verify|import|distill`` (src/memidex/cli/models.py) in real
-subprocesses. The module is not registered in memidex.cli.commands yet (the lead wires
-it in), so each run imports it first, then runs the CLI's own entry point."""
+subprocesses of the installed CLI."""
 
 from __future__ import annotations
 
@@ -12,13 +11,10 @@ from pathlib import Path
 
 from vectorkit import make_onnx_model, make_static_model
 
-ENTRY = ("import sys; import memidex.cli.models; from memidex.cli.main import run; "
-         "sys.argv = ['memidex', *sys.argv[1:]]; run()")
-
 
 def memidex(*args: str, cwd: Path, env: dict[str, str] | None = None
             ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", ENTRY, *args], cwd=cwd, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "memidex", *args], cwd=cwd, capture_output=True,
                           text=True, env={**os.environ, **(env or {})})
 
 

@@ -299,12 +299,49 @@ def test_an_edit_of_the_history_is_seen_by_the_next_refresh(repo: Path) -> None:
 # --- an index of the previous schema -------------------------------------------------------
 
 
+_DROP_VECTORS = ("DROP TRIGGER records_drop_vectors; DROP TRIGGER records_change_vectors;"
+                 " DROP TABLE vectors; DROP TABLE sparse_norms; DROP TABLE records_vocab_i;"
+                 " DELETE FROM meta WHERE key = 'vectors_generation';")
+
+
+def _make_schema_3(path: Path) -> None:
+    """Turn a current index into what schema 3 was: no vectors."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript(f"{_DROP_VECTORS} DELETE FROM migrations WHERE seq > 3;"
+                       " UPDATE meta SET value = '3' WHERE key = 'schema_version';")
+    conn.close()
+
+
+def test_an_index_without_vectors_is_migrated_in_place(repo: Path) -> None:
+    # 0004_vectors only adds derived tables: the same file, its rows kept, no rebuild.
+    _versioned(repo)
+    m = Memidex(repo)
+    m.rebuild_index()
+    m.close()
+    _make_schema_3(m.config.index_path)
+    with pytest.raises(IndexOutdated) as info:
+        IndexDB.open(m.config.index_path)
+    assert info.value.pending == ["0004_vectors"]
+    ino = m.config.index_path.stat().st_ino
+    m = Memidex(repo)
+    result = m.search("wording")
+    assert result.level == "lexical-only", result.note
+    assert m.config.index_path.stat().st_ino == ino
+    db = IndexDB.open(m.config.index_path)
+    assert db.meta()["schema_version"] == str(SCHEMA_VERSION)
+    assert db.introspect()["missing"] == []
+    assert db.meta()["vectors_generation"] == "0"
+    db.close()
+    m.close()
+
+
 def _make_schema_1(path: Path) -> None:
     """Turn a current index into what schema 1 was: the new tables gone, one migration."""
     conn = sqlite3.connect(path, isolation_level=None)
     conn.executescript(
         "DROP VIEW versions; DROP TABLE history_versions; DROP TABLE runs;"
         " DROP TABLE run_tests; DELETE FROM migrations WHERE seq > 1;"
+        f" {_DROP_VECTORS}"
         " UPDATE meta SET value = '1' WHERE key = 'schema_version';")
     conn.close()
 
@@ -317,7 +354,8 @@ def test_an_index_of_the_previous_schema_is_rebuilt_by_the_next_search(repo: Pat
     _make_schema_1(m.config.index_path)
     with pytest.raises(IndexOutdated) as info:  # a plain open refuses it, naming what it lacks
         IndexDB.open(m.config.index_path)
-    assert info.value.pending == ["0002_versions_runs", "0003_ordinal_floor"]
+    assert info.value.pending == ["0002_versions_runs", "0003_ordinal_floor",
+                                  "0004_vectors"]
     m = Memidex(repo)
     result = m.search("wording")
     assert result.level == "lexical-only", result.note

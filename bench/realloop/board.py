@@ -1,4 +1,4 @@
-"""The real loop's scoreboard: what score.py collects, the targets of issue 20 and the
+"""The real loop's scoreboard: what score.py collects, its targets and the
 printed scoreboard (docs/realloop.md)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The retrieval evaluation of issue 22, and the vector speed figures at 100,000 records.
+"""The retrieval evaluation of search with vectors, and the vector speed figures at 100,000 records.
 
     python bench/retrieval/setup_models.py --cache /tmp/memidex-models   # once
     python bench/retrieval/run.py --models /tmp/memidex-models [--distractors 2000]

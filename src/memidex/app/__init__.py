@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memidex.app.history import TrustPoint, TrustSeries
+from memidex.app.notes import NoteAdded, NoteList
 from memidex.app.reading import Reading
 from memidex.app.results import (
     AddResult,
@@ -35,8 +37,8 @@ from memidex.app.results import (
     RunList,
     SearchResult,
     ShownRecord,
-    TrustSeries,
 )
+from memidex.app.semantic import VectorsReport
 from memidex.app.team import TeamReading
 from memidex.config import Config, load_config
 from memidex.store.files import Store
@@ -45,12 +47,12 @@ if TYPE_CHECKING:
     from memidex.app.curation import Curation
     from memidex.app.health import Health
     from memidex.app.learning import Learning
-    from memidex.app.notes import NoteAdded, NoteList
     from memidex.importers import ImportResult
     from memidex.index.build import BuildReport
     from memidex.masking import Masker
     from memidex.review.changes import ReviewReport
     from memidex.serve.values import Brief
+    from memidex.vectors import LevelReport
     from memidex.write.daemon import DaemonReport
     from memidex.write.route import WriteRoute
 
@@ -65,6 +67,8 @@ __all__ = [
     "HealthStatus",
     "IngestResult",
     "Memidex",
+    "NoteAdded",
+    "NoteList",
     "ProposalDecision",
     "ProposalDetail",
     "ProposalList",
@@ -75,7 +79,9 @@ __all__ = [
     "RunList",
     "SearchResult",
     "ShownRecord",
+    "TrustPoint",
     "TrustSeries",
+    "VectorsReport",
 ]
 
 LEVELS = ("memidex", "lexical-only", "static-floor", "bundle-scan")
@@ -173,11 +179,17 @@ class Memidex:
     def search(self, text: str, *, product: str | None = None, all_products: bool = False,
                kinds: Sequence[str] = (), statuses: Sequence[str] | None = None,
                anchors: Sequence[str] = (), limit: int = 10,
-               near: Sequence[str] = ()) -> SearchResult:
-        """``knowledge search``: BM25 over one product's records, best first."""
+               near: Sequence[str] = (), strategy: str = "lexical",
+               fusion: str = "append") -> SearchResult:
+        """``knowledge search``: one product's records, best first — by BM25
+        (``strategy="lexical"``), by the best level's vectors (``"vector"``: the full
+        model, the static floor, or sparse tf·idf), or both (``"hybrid"``: vector results
+        first, full-text ones appended when the page is unfilled; ``fusion="rrf"``:
+        reciprocal-rank fusion instead). From the team index when one is configured and
+        fit to answer (:mod:`memidex.app.team`), else the local one."""
         return self.team.search(text, product=product, all_products=all_products,
                                 kinds=kinds, statuses=statuses, anchors=anchors,
-                                limit=limit, near=near)
+                                limit=limit, near=near, strategy=strategy, fusion=fusion)
 
     def show(self, id_or_prefix: str) -> ShownRecord:
         """``knowledge show``: the record an id or unique prefix names."""
@@ -206,7 +218,10 @@ class Memidex:
 
     def trust_series(self, id_or_prefix: str) -> TrustSeries:
         """A record's trust at each run ordinal, every version (the dashboard's chart)."""
-        return self.reading.trust_series(id_or_prefix)
+        from memidex.app.history import trust_series
+
+        r = self.reading.find(id_or_prefix).record
+        return trust_series(self.config, self.store, r, self.reading.ordinal_floor(r.product))
 
     def ordinal_floor(self, product: str) -> int:
         """The highest run ordinal ``product``'s records name (0: none)."""
@@ -224,6 +239,28 @@ class Memidex:
         report = self.reading.rebuild(progress=progress, jobs=jobs)
         assert isinstance(report, BuildReport)
         return report
+
+    def embed_vectors(self, *, progress: Callable[[int, int], None] | None = None,
+                      budget_seconds: float | None = None) -> VectorsReport:
+        """``models embed``: a vector of the model cache's best model for every record
+        that has none (read from the side cache when an earlier one had the same text).
+        A reading command embeds at most a few seconds' worth itself; this does all."""
+        return self.reading.embed(progress=progress, budget_seconds=budget_seconds)
+
+    def has_models(self) -> bool:
+        """Whether the model cache holds a model folder (none loaded: a look at the
+        folder only)."""
+        from memidex.vectors.cache import ModelCache, cache_dir_of
+        from memidex.vectors.errors import ModelCacheError
+
+        try:
+            return bool(ModelCache(cache_dir_of(self.config)).entries())
+        except (ModelCacheError, OSError):  # an unreadable cache is doctor's to report
+            return False
+
+    def search_levels(self) -> LevelReport:
+        """Each search level and why it is or is not available (the models loaded)."""
+        return self._health.levels()
 
     def review(self, base: str | None = None, head: str | None = None) -> ReviewReport:
         """``knowledge review``: what ``head`` (default: the working tree) changes in

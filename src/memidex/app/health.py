@@ -14,6 +14,7 @@ from memidex.store.files import LoadedRecord, Store
 if TYPE_CHECKING:
     from memidex.app.reading import Reading
     from memidex.app.results import CheckReport, DoctorReport, HealthStatus
+    from memidex.vectors import LevelReport
 
 __all__ = ["LEVELS", "Health"]
 
@@ -22,10 +23,6 @@ _STALENESS_HOW = {
     "git": "git diff-files, staged and HEAD diffs, untracked files name suspects; "
            "stat, then sha256",
     "stat": "stat every file (size, mtime, inode); sha256 of those that differ",
-}
-_UNAVAILABLE_LEVELS = {
-    "memidex": "no embedding model support in this release",
-    "static-floor": "no static embedding model support in this release",
 }
 
 
@@ -137,7 +134,8 @@ class Health:
             errors += pproblems
         if errors:
             healthy = False
-        level = "lexical-only" if db is not None else "bundle-scan"
+        search = self.reading.semantic.levels(db, None if db is not None else (
+            reading.note or "the index cannot be opened"))
         lease = self.lease_report()
         notes += lease.get("notes", [])
         if self.config.problems:
@@ -149,9 +147,9 @@ class Health:
         merge = merge_driver_status(self.config.root)
         if not merge["ok"]:  # every fresh clone: a note, not a failure (docs/review.md)
             notes.append(f"{merge['problem']}; run `{merge['fix']}` to set it up")
-        levels = _levels(level)
         return DoctorReport(
-            healthy=healthy, level=level, levels=levels, index=index,
+            healthy=healthy, level=search.level, levels=_levels(search),
+            vector_strategy=search.vector_strategy, index=index,
             record_count=record_count, errors=tuple(errors), lease=lease,
             merge_driver=merge, notes=tuple(notes), yaml_loader=yaml_loader().__name__,
             config=self.config.to_json(), recent_runs=tuple(self._recent_runs()))
@@ -237,16 +235,26 @@ class Health:
                 db = None
         if db is None:
             index["reason"] = self.reading.note
-        level = "lexical-only" if db is not None else "bundle-scan"
-        return HealthStatus(level, _levels(level), self.reading.note, index,
+        search = self.reading.semantic.levels(db, None if db is not None else (
+            self.reading.note or "the index cannot be opened"), load=False)
+        return HealthStatus(search.level, _levels(search), self.reading.note, index,
                             self.lease_report())
 
+    def levels(self) -> LevelReport:
+        """Each search level and why it is or is not available, the models loaded."""
+        db = self.reading.open()
+        return self.reading.semantic.levels(db, None if db is not None else (
+            self.reading.note or "the index cannot be opened"))
 
-def _levels(level: str) -> dict[str, str]:
-    """Each search level, and whether it is in use (or why not)."""
-    return {name: ("in use" if name == level else _UNAVAILABLE_LEVELS.get(
-        name, "available" if name == "bundle-scan" else "index unavailable"))
-        for name in LEVELS}
+
+def _levels(report: LevelReport) -> dict[str, str]:
+    """Each search level: ``in use``, ``available``, or why not (SPEC §4)."""
+    out = {}
+    for name in LEVELS:
+        s = report.status(name)
+        out[name] = ("in use" if name == report.level else "available" if s.available
+                     else s.reason or "unavailable")
+    return out
 
 
 def _staleness(rep: Any) -> dict[str, Any]:

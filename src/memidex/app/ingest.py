@@ -191,11 +191,15 @@ def ingest_job(session: WriterSession, job: Mapping[str, Any], *, config: Config
     n = frozen.ordinal
     source = StoreSource(store)
     newer = _build_order(runs, run, counters.product(run.product).builds)
+    from memidex.app.semantic import duplicate_check
+
+    duplicate = duplicate_check(config, masker)
 
     def plan() -> IngestPlan:
         return plan_run(run, n, frozen.analysis, tests.tests, source, config.learning,
                         mask=masker.mask_record, mask_text=masker.mask, model=config.model,
-                        ask=ask, progress=progress, why=frozen.why, newer_build=newer)
+                        ask=ask, progress=progress, why=frozen.why, newer_build=newer,
+                        duplicate=duplicate)
 
     landed = resumed and any(e.landed for e in session.ledger.for_run(run.run_id))
     the_plan: IngestPlan | None

@@ -11,7 +11,7 @@ change; the refresh after a write runs here, after the write route released the 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from memidex.config import Config
@@ -20,7 +20,6 @@ from memidex.errors import (
     IndexUnavailableError,
     LeaseError,
     NotFoundError,
-    RecordError,
     UsageError,
 )
 from memidex.records.vocab import KINDS, STATUSES
@@ -33,12 +32,11 @@ if TYPE_CHECKING:
         RecordList,
         SearchResult,
         ShownRecord,
-        TrustSeries,
     )
+    from memidex.app.semantic import VectorsReport
     from memidex.index.db import IndexDB
     from memidex.index.refresh import RefreshReport
     from memidex.masking import Masker
-    from memidex.records.model import Record
     from memidex.records.shape import RecordSummary
     from memidex.search.ranking import SearchHit
     from memidex.serve.values import Brief
@@ -49,8 +47,6 @@ T = TypeVar("T")
 MAX_LIMIT = 2**63 - 1  # memidex.records.model.MAX_ORDINAL (not imported on a search)
 LEXICAL = "lexical-only"
 SCAN = "bundle-scan"
-TRUST_POINTS = 200
-"""The most ordinals :meth:`Reading.trust_series` gives (evenly spread)."""
 
 
 def statuses_of(statuses: Sequence[str] | None) -> tuple[str, ...]:
@@ -107,6 +103,10 @@ class Reading:
         # is a new process and always checks. Every write resets it.
         self.recheck_seconds = 1.0
         self._checked_at: float | None = None
+        from memidex.app.semantic import Semantic
+
+        self.semantic = Semantic(config, masker)
+        """The model and the vectors (loaded only by a vector search)."""
 
     # --- the index -----------------------------------------------------------------
 
@@ -115,6 +115,7 @@ class Reading:
             self._db.close()
             self._db = None
         self._checked_at = None
+        self.semantic.close()
         from memidex.index.staleness import discard_prefetch
 
         discard_prefetch(str(self.store.root))
@@ -230,6 +231,25 @@ class Reading:
                             maintenance=True):
             return rebuild(self.store, self.config.index_path, jobs=jobs, progress=progress)
 
+    def embed(self, *, progress: Callable[[int, int], None] | None = None,
+              budget_seconds: float | None = None) -> VectorsReport:
+        """Give every record a vector of the cache's best model (``models embed``; after
+        ``rebuild``), unused cached vectors dropped. No model: nothing to do, and why."""
+        from memidex.app.semantic import VectorsReport
+
+        self.after_write()  # look at the files now, whatever the last look found
+        db = self.open()
+        if db is None:
+            raise IndexUnavailableError(self.note or "the index cannot be opened",
+                                        hint="run `memidex knowledge rebuild-index`")
+        rep = self.semantic.sync(db, budget_seconds=budget_seconds, prune=True,
+                                 progress=progress)
+        emb = self.semantic.embedder()
+        if rep is None or emb is None:
+            return VectorsReport(None, None, reasons=self.semantic.reasons)
+        return VectorsReport(rep.model_id, emb.level, rep.records, rep.embedded, rep.reused,
+                             rep.missing, rep.seconds)
+
     def loaded(self) -> Iterator[LoadedRecord]:
         """Every record that parses, read holding the visibility lock shared, so a change
         set is seen whole (:mod:`memidex.store.visibility`)."""
@@ -287,10 +307,18 @@ class Reading:
     def search(self, text: str, *, product: str | None = None, all_products: bool = False,
                kinds: Sequence[str] = (), statuses: Sequence[str] | None = None,
                anchors: Sequence[str] = (), limit: int = 10,
-               near: Sequence[str] = ()) -> SearchResult:
+               near: Sequence[str] = (), strategy: str = "lexical",
+               fusion: str = "append") -> SearchResult:
         from memidex.app.results import SearchResult
+        from memidex.app.semantic import FUSIONS, STRATEGIES
 
         check_limit(limit)
+        if strategy not in STRATEGIES or fusion not in FUSIONS:
+            raise UsageError(f"unknown strategy {strategy!r} or fusion {fusion!r}",
+                             hint="--strategy lexical|vector|hybrid, --fusion append|rrf")
+        if near and strategy != "lexical":
+            raise UsageError("--near re-ranks the lexical search",
+                             hint="drop --near, or use --strategy lexical")
         q = SearchQuery(text=text, product=self.product(product, all_products),
                         kinds=kinds_of(kinds), statuses=statuses_of(statuses),
                         anchors=anchors_of(anchors, flag="--anchor"), limit=limit,
@@ -307,9 +335,26 @@ class Reading:
             return scan_near(list(self.loaded()), q) if q.near else \
                 scan_search(self.loaded(), q)
 
-        hits, level = self.with_fallback(query, scan)
-        return SearchResult(text, q.product, level, self.masker().mask_hits(hits),
-                            note=self.note)
+        if strategy == "lexical":
+            hits, level = self.with_fallback(query, scan)
+            return SearchResult(text, q.product, level, self.masker().mask_hits(hits),
+                                note=self.note)
+        from memidex.app.semantic import SemanticAnswer
+
+        def semantic(db: IndexDB) -> SemanticAnswer:
+            return self.semantic.search(db, q, strategy, "rrf" if fusion == "rrf"
+                                        else "append")
+
+        def keywords() -> SemanticAnswer:
+            return SemanticAnswer(scan(), SCAN, "", None,
+                                  "vectors need the index: answered by keywords")
+
+        ans, _ = self.with_fallback(semantic, keywords)
+        note = "; ".join(n for n in (self.note, ans.note) if n)
+        return SearchResult(text, q.product, ans.level, self.masker().mask_hits(ans.hits),
+                            note=note, strategy=strategy,
+                            vector_strategy=ans.vector_strategy or None,
+                            fallback=ans.fallback)
 
     def find(self, id_or_prefix: str) -> ShownRecord:
         """The record an id or unique prefix names (its text as stored)."""
@@ -417,75 +462,3 @@ class Reading:
 
         rows, level = self.with_fallback(query, scan)
         return RecordCounts(tuple(rows), level)
-
-    def trust_series(self, id_or_prefix: str) -> TrustSeries:
-        """The record's trust at each run ordinal (:class:`TrustSeries`), from its oldest
-        version's start to the product's next ordinal: at each ordinal, the record as it
-        was then — its last write at or before that ordinal in the change ledger (each
-        confirmation raising it, each contradiction lowering it) or, before the ledger
-        knew it, the version its file keeps for that window — weighed by
-        :func:`memidex.trust.record_trust` there."""
-        from memidex.app.results import TrustPoint, TrustSeries
-        from memidex.runstate.ordinals import current_ordinal
-
-        r = self.find(id_or_prefix).record
-        nxt = current_ordinal(self.config, r.product, self.ordinal_floor(r.product)) + 1
-        known = self._ledger_states(r)
-        start = min([r.valid.from_, *(h.valid.from_ for h in r.history),
-                     *(o for o, _ in known)])
-        # the file as it is now from the last write the ledger knows on (a hand edit since)
-        known.append((max([o for o, _ in known], default=start), r))
-        end = max(nxt, start)
-        step = max(1, -(-(end - start) // (TRUST_POINTS - 1)))
-        points = []
-        half_lives = self.config.half_life_runs
-        for o in sorted({*range(start, end, step), end}):
-            state = next((rec for at, rec in reversed(known) if at <= o), r)
-            found = _version_at(state, o, half_lives) or _version_at(r, o, half_lives)
-            if found is not None:
-                points.append(TrustPoint(o, *found))
-        return TrustSeries(r.id, r.product, nxt, tuple(points))
-
-    def _ledger_states(self, r: Record) -> list[tuple[int, Record]]:
-        """(ordinal, the record as that write left it), oldest first, from the change
-        ledger's landed writes of ``r`` (a person's curation, which names no run, at the
-        ordinal the record itself names then); unreadable bytes are skipped."""
-        from memidex.records.codec import parse_record_bytes
-        from memidex.write.ledger import Ledger
-
-        ledger = Ledger(self.store.queue_dir)
-        out: list[tuple[int, Record]] = []
-        for entry in ledger.for_record(r.id):
-            for op in entry.ops:
-                if op.record_id != r.id or not entry.landed or op.after is None:
-                    continue
-                try:
-                    data = ledger.after_bytes(op)
-                    rec = parse_record_bytes(data, op.path) if data is not None else None
-                except (LookupError, RecordError, OSError, UnicodeDecodeError):
-                    continue
-                if rec is None or rec.id != r.id:
-                    continue
-                at = entry.ordinal if entry.ordinal is not None else max(
-                    [rec.valid.from_, rec.trust.last_confirmed or 0, *(o for o, _ in out)])
-                out.append((at, rec))
-        return out
-
-
-def _version_at(r: Record, ordinal: int, half_lives: Mapping[str, int]
-                ) -> tuple[int, str, float] | None:
-    """(version number, status, trust at ``ordinal``) of the version of ``r`` whose window
-    holds ``ordinal``; None when none does."""
-    from dataclasses import replace
-
-    from memidex.records.model import Valid
-    from memidex.trust import record_trust
-
-    versions = [(h.valid, *h.resolved(r)) for h in r.history]
-    versions.append((r.valid, r.trust, r.anchors, r.status))
-    for number, (valid, trust, _anchors, status) in enumerate(versions, 1):
-        if valid.from_ <= ordinal and (valid.until is None or ordinal < valid.until):
-            version = replace(r, trust=trust, valid=Valid(valid.from_, valid.until))
-            return number, status, record_trust(version, ordinal=ordinal,
-                                                 half_life_runs=half_lives).value
-    return None

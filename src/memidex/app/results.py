@@ -5,8 +5,9 @@ the schema tests hold each command's output to them).
 Every public method of :class:`memidex.Memidex` returns one of these (or a value of the
 layer that owns it: a :class:`memidex.serve.values.Brief`, a
 :class:`memidex.review.changes.ReviewReport`, an :class:`memidex.index.build.BuildReport`,
-a :class:`memidex.importers.ImportResult`, a :class:`memidex.write.daemon.DaemonReport`),
-never ``Any`` or a bare dictionary.
+a :class:`memidex.importers.ImportResult`, a :class:`memidex.write.daemon.DaemonReport`,
+the trust chart's :class:`memidex.app.history.TrustSeries`, the vectors'
+:class:`memidex.app.semantic.VectorsReport`), never ``Any`` or a bare dictionary.
 """
 
 from __future__ import annotations
@@ -23,11 +24,10 @@ if TYPE_CHECKING:  # a search on an up-to-date index loads neither
     from memidex.records.shape import RecordSummary
     from memidex.search.ranking import SearchHit
 
-__all__ = ["SOURCES", "AddResult", "CheckReport", "CurationResult", "DiffReport", "DoctorReport",
-           "HealthStatus", "IngestPreview", "IngestResult", "ProposalDecision", "ProposalDetail",
-           "ProposalList", "RecordCounts", "RecordList", "RollbackResult", "RunDetail",
-           "RunList", "RunRow", "RunTest", "SearchResult", "ShownRecord", "TrustPoint",
-           "TrustSeries"]
+__all__ = ["SOURCES", "AddResult", "CheckReport", "CurationResult", "DiffReport",
+           "DoctorReport", "HealthStatus", "IngestPreview", "IngestResult", "ProposalDecision",
+           "ProposalDetail", "ProposalList", "RecordCounts", "RecordList", "RollbackResult",
+           "RunDetail", "RunList", "RunRow", "RunTest", "SearchResult", "ShownRecord"]
 
 
 SOURCES = ("team", "local")
@@ -54,6 +54,9 @@ class SearchResult:
     level: str
     results: list[SearchHit]
     note: str = ""
+    strategy: str = "lexical"  # lexical | vector | hybrid: what was asked
+    vector_strategy: str | None = None  # memidex | static-floor | sparse: what ranked
+    fallback: Mapping[str, Any] | None = None  # hybrid: the full-text fallback
     source: str = "local"
     commit: str | None = None
     warning: str = ""
@@ -63,6 +66,9 @@ class SearchResult:
             "query": self.query,
             "product": self.product,
             "level": self.level,
+            "strategy": self.strategy,
+            **({"vector_strategy": self.vector_strategy} if self.vector_strategy else {}),
+            **({"fallback": dict(self.fallback)} if self.fallback is not None else {}),
             "results": [h.as_dict() for h in self.results],
             **_note(self.warning, self.note),
             "source": self.source,
@@ -374,11 +380,13 @@ class DoctorReport:
     yaml_loader: str
     config: Mapping[str, Any]
     recent_runs: tuple[Mapping[str, Any], ...] = ()
+    vector_strategy: str = "sparse"  # what --strategy vector uses: memidex, static-floor
 
     def to_json(self) -> dict[str, Any]:
         loader = self.yaml_loader
         return {
             "healthy": self.healthy, "level": self.level,
+            "vector_strategy": self.vector_strategy,
             "recent_runs": [dict(r) for r in self.recent_runs],
             "levels": dict(self.levels), "index": dict(self.index),
             "records": {"count": self.record_count,
@@ -479,36 +487,3 @@ class HealthStatus:
     def to_json(self) -> dict[str, Any]:
         return {"level": self.level, "levels": dict(self.levels), "note": self.note,
                 "index": dict(self.index), "lease": dict(self.lease)}
-
-
-@dataclass(frozen=True)
-class TrustPoint:
-    """A record's trust as a brief at ``ordinal`` would weigh it (``version``: 1 the
-    oldest in its history, the current version last)."""
-
-    ordinal: int
-    version: int
-    status: str
-    value: float
-
-    def to_json(self) -> dict[str, Any]:
-        return {"ordinal": self.ordinal, "version": self.version, "status": self.status,
-                "value": self.value}
-
-
-@dataclass(frozen=True)
-class TrustSeries:
-    """A record's trust over run ordinals, from its oldest version's start to the
-    product's next ordinal (:func:`memidex.trust.record_trust` of the version whose window
-    holds each ordinal; a gap where no version does). At most ``MAX_POINTS`` ordinals,
-    evenly spread, the first and the last always among them."""
-
-    record_id: str
-    product: str
-    next_ordinal: int
-    points: tuple[TrustPoint, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"record_id": self.record_id, "product": self.product,
-                "next_ordinal": self.next_ordinal,
-                "points": [p.to_json() for p in self.points]}

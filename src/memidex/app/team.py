@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from memidex.serve.values import Brief
     from memidex.teamindex.read import Session, Snapshot, TeamIndex
 
-__all__ = ["LOCAL", "RETRY_SECONDS", "STRATEGIES", "TEAM", "TeamReading"]
+__all__ = ["LOCAL", "RETRY_SECONDS", "TEAM", "TEAM_STRATEGIES", "TeamReading"]
 
 T = TypeVar("T")
 R = TypeVar("R", "SearchResult", "ShownRecord", "RecordList", "Brief")
@@ -68,8 +68,9 @@ TEAM, LOCAL = "team", "local"
 RETRY_SECONDS = 5.0
 """After the team index failed, a long-lived facade answers locally this long before it
 tries the server again (each CLI command is a new process and always tries)."""
-STRATEGIES = ("lexical",)
-"""The search strategies the team index serves (it holds no vectors yet)."""
+TEAM_STRATEGIES = ("lexical",)
+"""The search strategies the team index serves (it holds no vectors yet: ``vector`` and
+``hybrid`` are the local index's, :mod:`memidex.app.semantic`)."""
 
 
 class _Declined(Exception):
@@ -200,7 +201,7 @@ class TeamReading:
 
     def declines(self, strategy: str) -> str:
         """Why the team index does not serve a search by ``strategy`` ("" when it does)."""
-        if strategy in STRATEGIES:
+        if strategy in TEAM_STRATEGIES:
             return ""
         return (f"{self._where()} holds no vectors and serves the lexical strategy only "
                 f"(strategy {strategy})")
@@ -235,20 +236,23 @@ class TeamReading:
     def search(self, text: str, *, product: str | None = None, all_products: bool = False,
                kinds: Sequence[str] = (), statuses: Sequence[str] | None = None,
                anchors: Sequence[str] = (), limit: int = 10, near: Sequence[str] = (),
-               strategy: str = "lexical") -> SearchResult:
+               strategy: str = "lexical", fusion: str = "append") -> SearchResult:
         """``knowledge search`` (:meth:`Reading.search`) from the team index, else the
-        local one. ``strategy``: only ``lexical`` is served by the team index."""
+        local one. Only the ``lexical`` strategy is served by the team index; ``vector``
+        and ``hybrid`` are the local index's (with the warning saying so)."""
         from memidex.app.results import SearchResult
+        from memidex.app.semantic import FUSIONS, STRATEGIES
         from memidex.search.ranking import SearchQuery
 
         def local(warning: str) -> SearchResult:
-            # once Reading.search takes a strategy, it is passed on here
             return self._local(self.reading.search(
                 text, product=product, all_products=all_products, kinds=kinds,
-                statuses=statuses, anchors=anchors, limit=limit, near=near), warning)
+                statuses=statuses, anchors=anchors, limit=limit, near=near,
+                strategy=strategy, fusion=fusion), warning)
 
-        if not self.url:
-            return local("")
+        if not self.url or strategy not in STRATEGIES or fusion not in FUSIONS or \
+                (near and strategy != "lexical"):
+            return local("")  # (a bad combination: the local search's usage error)
         check_limit(limit)
         q = SearchQuery(text=text, product=self.reading.product(product, all_products),
                         kinds=kinds_of(kinds), statuses=statuses_of(statuses),

@@ -202,23 +202,36 @@ def search(
         typer.Option("--near", help="Rank results sharing this anchor higher (type:value; "
                      "a trailing * matches a prefix); repeatable. Results carry reasons."),
     ] = None,
+    strategy: Annotated[str, typer.Option(
+        "--strategy", help="lexical (BM25), vector (the best level's vectors: full model, "
+        "static floor, or sparse tf·idf) or hybrid (vector first, full text appended when "
+        "the page is unfilled).")] = "lexical",
+    fusion: Annotated[str, typer.Option(
+        "--fusion", help="How hybrid merges: append (the rule above) or rrf "
+        "(reciprocal-rank fusion).")] = "append",
 ) -> None:
-    """Full-text search (BM25) scoped to one product, best first, with snippets.
+    """Search one product's records, best first, with snippets: by keywords (BM25, the
+    default), by meaning (--strategy vector) or both (--strategy hybrid).
 
     --near ANCHOR ranks by BM25 × (1 + anchors shared with --near), words matched first.
+    Vectors come from the model cache (`memidex models list`); with no model the vector
+    strategy is sparse tf·idf. Each strategy has its own confidence thresholds
+    (docs/vectors.md).
 
     With a team index configured ([index] url or MEMIDEX_INDEX_URL) it answers from
-    that, else (unreachable, or behind this clone) from the local index with a warning.
+    that, else (unreachable, behind this clone, or a vector strategy) from the local index
+    with a warning.
 
-    --json: {query, product, level, results: [{id, kind, status, title, score,
-    confidence, snippet, path, anchors, product, matched_terms, reasons?}], note?,
-    source (team or local), commit}; anchors are every anchor, the main one first;
-    reasons only with --near (docs/schemas/search.schema.json).
+    --json: {query, product, level, strategy, vector_strategy?, fallback?, results:
+    [{id, kind, status, title, score, confidence, snippet, path, anchors, product,
+    matched_terms, reasons?}], note?, source (team or local), commit}; anchors are every
+    anchor, the main one first; reasons with --near or --strategy hybrid
+    (docs/schemas/search.schema.json).
     """
     run_search(SearchArgs(root=STATE.root, query=query, product=product,
                           all_products=all_products, kind=kind or [], status=status or [],
                           anchor=anchor or [], limit=limit, json_out=json_out,
-                          near=near or []))
+                          near=near or [], strategy=strategy, fusion=fusion))
 
 
 @knowledge.command()
@@ -444,6 +457,7 @@ def doc_topics() -> dict[str, Path]:
 from memidex.cli import curate as _curate  # noqa: E402,F401  (curation commands, daemon)
 from memidex.cli import dashboard as _dashboard  # noqa: E402,F401  (dashboard)
 from memidex.cli import mcpcmd as _mcpcmd  # noqa: E402,F401  (mcp)
+from memidex.cli import models as _models  # noqa: E402,F401  (models list|…|embed)
 from memidex.cli import notes as _notes  # noqa: E402,F401  (notes add|list)
 from memidex.cli import review as _review  # noqa: E402,F401  (merge-driver, knowledge review)
 from memidex.cli import runs as _runs  # noqa: E402,F401  (runs, diff, rollback, proposals)

@@ -39,6 +39,8 @@ class SearchArgs:
     limit: int = 10
     json_out: bool = False
     near: list[str] = field(default_factory=list)
+    strategy: str = "lexical"
+    fusion: str = "append"
 
 
 @dataclass
@@ -90,7 +92,8 @@ _SPECS = {
         flags={"--all-products": "all_products", "--json": "json_out"},
         valued={"--product": "product", "-p": "product", "--kind": "kind", "-k": "kind",
                 "--status": "status", "-s": "status", "--anchor": "anchor", "-a": "anchor",
-                "--limit": "limit", "-n": "limit", "--near": "near"},
+                "--limit": "limit", "-n": "limit", "--near": "near",
+                "--strategy": "strategy", "--fusion": "fusion"},
         repeated=("kind", "status", "anchor", "near"), counts=("limit",), argument="query"),
     "rebuild-index": _Spec(flags={"--json": "json_out"},
                            valued={"--jobs": "jobs", "-j": "jobs"}, counts=("jobs",)),
@@ -232,12 +235,21 @@ def run_rebuild(args: RebuildArgs) -> None:
     with open_memidex(args.root) as m:
         report = plain.with_progress("indexing records", lambda cb: m.rebuild_index(
             progress=cb, jobs=args.jobs), quiet=args.json_out)
+        vectors = None
+        if m.has_models():  # the vectors too, most read from the side cache
+            vectors = plain.with_progress("embedding records", lambda cb: m.embed_vectors(
+                progress=cb), quiet=args.json_out)
     if args.json_out:
         from memidex.cli.render import print_json
 
-        print_json(report.to_json(m.store.rel(Path(report.path))))
+        out = report.to_json(m.store.rel(Path(report.path)))
+        if vectors is not None:
+            out["vectors"] = vectors.to_json()
+        print_json(out)
     else:
         plain.rebuild_text(report, m.store.rel(Path(report.path)))
+        if vectors is not None:
+            plain.vectors_text(vectors)
 
 
 def run_search(args: SearchArgs) -> None:
@@ -245,7 +257,8 @@ def run_search(args: SearchArgs) -> None:
     with open_memidex(args.root, reading=True) as m:
         result = m.search(args.query, product=args.product, all_products=args.all_products,
                           kinds=args.kind, statuses=args.status or None, anchors=args.anchor,
-                          limit=args.limit, near=args.near)
+                          limit=args.limit, near=args.near, strategy=args.strategy,
+                          fusion=args.fusion)
     from memidex.cli.render import warn
 
     warn(result.warning)  # the local index answered although a team index is configured

@@ -1,4 +1,4 @@
-"""The model commands: ``models list|verify|import|distill``, thin typer commands over
+"""The model commands: ``models list|verify|import|distill|embed``, thin typer commands over
 :class:`memidex.vectors.ModelCache` (docs/vectors.md).
 
 Registered on :data:`memidex.cli.base.app` when :mod:`memidex.cli.commands` imports
@@ -210,3 +210,27 @@ def distill(
                      f"{_t(report.source_model_id)}, {report.tokens} tokens × "
                      f"{report.dims} dims, fidelity {report.fidelity:.3f} (Spearman vs the "
                      f"full model), {report.seconds:.1f} s\n")
+
+
+@models_app.command("embed")
+def embed(cache_dir: CacheOpt = None, json_out: JsonOpt = False) -> None:
+    """Give every record of the index a vector of the cache's best model (the full model,
+    else the static floor), with progress: the records changed since the last time are
+    embedded, the others read from the vectors cache beside the index. A vector search
+    embeds at most a few seconds' worth itself and uses sparse vectors meanwhile; this
+    computes them all (a full model embeds ~20 records a second on 2 cores).
+
+    --json: {model_id, level, records, embedded, reused, missing, seconds, reasons?}
+    (model_id null and reasons when no model loads).
+    """
+    from memidex.app import Memidex
+    from memidex.cli import plain
+
+    overrides = {"model_cache_dir": str(cache_dir)} if cache_dir is not None else None
+    with Memidex(STATE.root, overrides=overrides) as m:
+        report = plain.with_progress("embedding records", lambda cb: m.embed_vectors(
+            progress=cb), quiet=json_out)
+    if json_out:
+        _json(report.to_json())
+    else:
+        plain.vectors_text(report)

@@ -43,6 +43,13 @@ def safe(text: str, *, lines: bool = False) -> str:
     return "".join(ch if ch.isprintable() or (lines and ch == "\n") else " " for ch in text)
 
 
+_ORDER = {
+    "lexical": "order: most query words matched first, then score",
+    "vector": "order: cosine similarity (score), highest first",
+    "hybrid": "order: vector results first, then full-text results (page unfilled)",
+}
+
+
 def search_text(result: SearchResult) -> None:
     on = _colour()
     style = _styler(on)
@@ -53,9 +60,11 @@ def search_text(result: SearchResult) -> None:
                    f"(level {result.level}).")
         out.append("try fewer or other words, --status any, or --all-products.")
     else:
-        out.append(style(f"{safe(result.query)} — {safe(scope)} ({result.level}): "
+        how = result.level if result.strategy == "lexical" else \
+            f"{result.strategy}, {result.vector_strategy or result.level}"
+        out.append(style(f"{safe(result.query)} — {safe(scope)} ({how}): "
                          f"{len(result.results)} result(s)", "bold"))
-        out.append(style("order: most query words matched first, then score", "dim"))
+        out.append(style(_ORDER.get(result.strategy, _ORDER["lexical"]), "dim"))
         if result.source == "team" and result.commit:
             out.append(style(f"from the team index at {result.commit[:12]}", "dim"))
         for i, h in enumerate(result.results, 1):
@@ -130,6 +139,21 @@ def with_ticker(label: str, work: Callable[[], T], *, quiet: bool = False) -> T:
         ticker.join()
         sys.stderr.write("\r\x1b[K")
         sys.stderr.flush()
+
+
+def vectors_text(report: Any) -> None:
+    """``models embed`` (and the vectors after ``rebuild-index``)."""
+    if report.model_id is None:
+        reasons = report.reasons or {}
+        why = "; ".join(f"{k}: {v}" for k, v in reasons.items()) or "no model"
+        sys.stdout.write(f"no embedding model ({safe(why)}): --strategy vector uses sparse "
+                         "tf·idf vectors, which need none\n")
+        return
+    out = (f"vectors of {safe(report.model_id)} ({report.level}): {report.embedded} "
+           f"embedded, {report.reused} from the cache, in {report.seconds:.2f} s")
+    if report.missing:
+        out += f"; {report.missing} still missing"
+    sys.stdout.write(out + "\n")
 
 
 def rebuild_text(report: Any, path: str) -> None:

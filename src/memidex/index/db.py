@@ -343,7 +343,7 @@ class IndexDB:
                 # Counting a view, or the fts5vocab table, walks every row behind it
                 # (85 ms each at 100,000 records) and says nothing new: left out. FTS5's
                 # own count(*) walks its index; its docsize table has one row a document.
-                if name == "records_vocab" or name in VIEWS:
+                if name in ("records_vocab", "records_vocab_i") or name in VIEWS:
                     counts[name] = None
                 else:
                     counts[name] = db.table("records_fts_docsize" if name == "records_fts"
@@ -357,7 +357,8 @@ class IndexDB:
     def dump(self) -> dict[str, Any]:
         """The logical contents (no rowids, no build time) — what rebuilds must agree on."""
         c = self.conn
-        meta = {k: v for k, v in self.meta().items() if k not in ("built_at", "snapshot")}
+        meta = {k: v for k, v in self.meta().items() if k not in ("built_at", "snapshot",
+                                                           "vectors_generation")}
         return {
             "meta": meta,
             # mtime and inode are a cache for the staleness check, not content: a file

@@ -6,7 +6,7 @@ Secondary indexes are created after a bulk load (``POST_LOAD``), not before.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The number of migrations: ``meta.schema_version`` of an index built by this memidex."""
 
 TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -166,6 +166,45 @@ CREATE TABLE run_tests (
         "0003_ordinal_floor",
         "-- records_by_ordinal: see POST_LOAD",
     ),
+    (
+        # Search by meaning (docs/vectors.md): one vector per record of the model in use,
+        # and each record's sparse tf·idf norm; both derived, both emptied for a record
+        # by the triggers whenever its row goes (a refresh deletes and re-inserts a
+        # changed record), so a vector is never older than its record. Additive: an
+        # older index is migrated in place.
+        "0004_vectors",
+        """
+CREATE TABLE vectors (
+    record_rowid INTEGER PRIMARY KEY,
+    model_id     TEXT NOT NULL,      -- name@digest (memidex.vectors.Manifest.model_id)
+    dim          INTEGER NOT NULL,
+    content_key  BLOB NOT NULL,      -- sha256 of the model id and the masked text embedded
+    vector       BLOB NOT NULL       -- float16, little-endian, 2 * dim bytes
+);
+CREATE INDEX vectors_by_model ON vectors(model_id);
+
+CREATE TABLE sparse_norms (
+    record_rowid INTEGER PRIMARY KEY,
+    norm         REAL NOT NULL       -- sqrt(sum((1 + ln tf)^2)) over the record's FTS5 terms
+);
+
+CREATE VIRTUAL TABLE records_vocab_i USING fts5vocab(records_fts, 'instance');
+
+INSERT OR IGNORE INTO meta(key, value) VALUES ('vectors_generation', '0');
+
+CREATE TRIGGER records_drop_vectors AFTER DELETE ON records BEGIN
+    DELETE FROM vectors WHERE record_rowid = old.rowid;
+    DELETE FROM sparse_norms WHERE record_rowid = old.rowid;
+    UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vectors_generation';
+END;
+
+CREATE TRIGGER records_change_vectors AFTER UPDATE OF title, body, anchors ON records BEGIN
+    DELETE FROM vectors WHERE record_rowid = old.rowid;
+    DELETE FROM sparse_norms WHERE record_rowid = old.rowid;
+    UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vectors_generation';
+END;
+""",
+    ),
 )
 
 REBUILT_BY: frozenset[str] = frozenset({"0002_versions_runs", "0003_ordinal_floor"})
@@ -194,5 +233,5 @@ CREATE TABLE IF NOT EXISTS migrations (
 
 TABLES = ("meta", "files", "records", "records_fts", "records_vocab", "anchors", "edges",
           "policies", "problems", "history_versions", "versions", "runs", "run_tests",
-          "migrations")
+          "vectors", "sparse_norms", "records_vocab_i", "migrations")
 VIEWS = ("versions",)

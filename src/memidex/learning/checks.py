@@ -9,7 +9,11 @@ A change the curator decided becomes a *proposal* (kept in the queue, listed by
   ``max_body_change`` of a template body (:func:`rewrite`), or more supersessions and
   deprecations in one run than ``max_rewrites`` (:func:`too_many_rewrites`);
 * **cites a missing record** — a relation names a record that is neither on disk nor
-  written by the same run (:func:`missing_citations`).
+  written by the same run (:func:`missing_citations`);
+* **looks like an existing record about another anchor** — a new record whose vector is
+  a near duplicate of one already known (a renamed element, the same caution again):
+  the check is the caller's (``plan_run(duplicate=...)``,
+  :func:`memidex.app.semantic.duplicate_check`), as it needs the embedding model.
 
 A change whose record would not load back from its file is never written nor proposed
 (:func:`unloadable`). Pure functions: each returns the reason, or nothing.

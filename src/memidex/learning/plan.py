@@ -164,11 +164,14 @@ def plan_run(run: Run, ordinal: int, analysis: Mapping[str, str],
              model: ModelSettings = _NO_MODEL, ask: Asker | None = None,
              progress: Progress | None = None,
              why: Mapping[str, str] | None = None,
-             newer_build: Callable[[Record], str | None] | None = None) -> IngestPlan:
+             newer_build: Callable[[Record], str | None] | None = None,
+             duplicate: Callable[[Record], str | None] | None = None) -> IngestPlan:
     """The plan for run ``run`` at ``ordinal`` (its ``analysis`` frozen with it).
 
     ``mask`` masks every string a record stores (normalising app text can rebuild a
-    secret the run's masking split); ``mask_text`` masks a model's wording."""
+    secret the run's masking split); ``mask_text`` masks a model's wording.
+    ``duplicate``: for a new record, why it looks like an existing record about another
+    anchor (the vectors' near-duplicate check), or None — then it is a proposal."""
     n = ordinal
     ctx = Context(run.run_id, n, run.ci, run.product, settings, newer_build)
     plan = IngestPlan(tests=copy_states(tests))
@@ -197,6 +200,9 @@ def plan_run(run: Run, ordinal: int, analysis: Mapping[str, str],
         d = replace(d, expected=stored.sha)
         touched[rid] = d
         reason = checks.self_contradiction(c, d) or checks.rewrite(c, d, existing, settings)
+        if reason is None and duplicate is not None and existing is None \
+                and d.op == "add" and d.record is not None:
+            reason = duplicate(d.record)
         if reason is not None:
             held[rid] = reason
         if c.contradicts is not None and d.record is not None:

@@ -46,7 +46,8 @@ def _search(m: Memidex, a: dict[str, Any]) -> ToolAnswer:
         a["query"], product=a.get("product"), all_products=a.get("all_products", False),
         kinds=a.get("kinds") or (), statuses=a.get("statuses") or None,
         anchors=a.get("anchors") or (), limit=a.get("limit", 10),
-        near=a.get("near") or ()).to_json())
+        near=a.get("near") or (), strategy=a.get("strategy", "lexical"),
+        fusion=a.get("fusion", "append")).to_json())
 
 
 def _list(m: Memidex, a: dict[str, Any]) -> ToolAnswer:
@@ -95,8 +96,10 @@ READING: tuple[ToolSpec, ...] = (
         call=_brief, required=("test_id",), read_only=True),
     ToolSpec(
         "knowledge_search", "Search records",
-        "Full-text search (BM25) of the records of one product, best first, with "
-        "snippets. Same as `memidex knowledge search --json`.",
+        "Search the records of one product, best first, with snippets: by keywords "
+        "(BM25, strategy lexical), by meaning (vector: the model cache's best model, or "
+        "sparse tf·idf) or both (hybrid: vector results first, full-text ones appended "
+        "when the page is unfilled). Same as `memidex knowledge search --json`.",
         {"query": s("Words to search for (plain text)."),
          "product": PRODUCT, "all_products": ALL_PRODUCTS, "kinds": _KINDS,
          "statuses": strings("Only these statuses; `any` for every status (default: "
@@ -104,7 +107,13 @@ READING: tuple[ToolSpec, ...] = (
          "anchors": ANCHORS,
          "near": strings("Rank results sharing one of these anchors higher (type:value; "
                          "a trailing * matches a prefix)."),
-         "limit": {**_LIMIT, "default": 10, "description": "At most this many results."}},
+         "limit": {**_LIMIT, "default": 10, "description": "At most this many results."},
+         "strategy": {"type": "string", "enum": ["lexical", "vector", "hybrid"],
+                      "default": "lexical", "description": "How to rank (see above); "
+                      "`near` needs lexical."},
+         "fusion": {"type": "string", "enum": ["append", "rrf"], "default": "append",
+                    "description": "hybrid only: append (vector first, full text when the "
+                    "page is unfilled) or rrf (reciprocal-rank fusion)."}},
         call=_search, required=("query",), read_only=True),
     ToolSpec(
         "knowledge_show", "Show a record",

@@ -1,4 +1,4 @@
-"""What was served is recorded (issue 12, item 6; docs/brief.md, "What was served").
+"""What was served is recorded (docs/brief.md, "What was served").
 
 Each brief appends one line to ``<state_dir>/served/<product>.jsonl``::
 

@@ -118,10 +118,10 @@ def record_rows(gen: int, rowid: int, path: str, data: bytes) -> Rows:
     """The rows one record file gives (its problem rows if it does not parse). Built by
     the local index's projection, so both indexes hold the same values."""
     from memidex.index.build import history_rows, record_row
+    from memidex.index.terms import fts_document
     from memidex.records.codec import parse_record_bytes
     from memidex.records.digest import content_hash
     from memidex.store.files import FileStat, LoadedRecord
-    from memidex.teamindex.text import fts_document
 
     out = Rows()
     try:

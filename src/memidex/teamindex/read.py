@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from memidex.errors import IndexUnavailableError, UsageError
 from memidex.index.query import IndexRow, VersionRow
+from memidex.index.terms import query_tokens
 from memidex.records.model import Policy
 from memidex.search.ranking import (
     SearchHit,
@@ -40,7 +41,6 @@ from memidex.search.ranking import (
 )
 from memidex.teamindex import schema as S
 from memidex.teamindex.connect import DEFAULT_TIMEOUT, connect, redact, translating
-from memidex.teamindex.text import query_tokens
 
 if TYPE_CHECKING:
     import psycopg

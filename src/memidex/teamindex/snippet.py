@@ -3,7 +3,7 @@
 About 16 tokens of the column that matches best (title, body or anchors: the most query
 words, then the most hits; the first column on a tie), the window placed where it holds
 the most, the matched tokens marked ``«like this»``, ``…`` where text was left out.
-Tokens are the local index's (:mod:`memidex.teamindex.text`), so a stemmed word is
+Tokens are the local index's (:mod:`memidex.index.terms`), so a stemmed word is
 marked as FTS5 marks it. The window is chosen by a simpler score than FTS5's, so a
 snippet may start a few words off the local one (docs/team-index.md, "Parity").
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
-from memidex.teamindex.text import run_tokens
+from memidex.index.terms import run_tokens
 
 __all__ = ["snippet"]
 

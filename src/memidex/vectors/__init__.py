@@ -1,4 +1,4 @@
-"""Search with vectors (issue 22): the building blocks the index and search use.
+"""Search with vectors: the building blocks the index and search use (docs/vectors.md).
 
 Importing this package imports neither numpy nor onnxruntime: every name is loaded on
 first use (PEP 562), and the heavy libraries only inside the functions that need them.

@@ -197,8 +197,8 @@ def available_levels(cache: ModelCache | Path | str | None,
             statuses[level] = LevelStatus(level, False, reasons.get(level, "unavailable"))
         elif not _has_vectors(index_has_vectors, models[level]):
             statuses[level] = LevelStatus(
-                level, False, f"the index holds no vectors of {models[level]}: a refresh "
-                "or `memidex knowledge rebuild-index` computes them", models[level])
+                level, False, f"the index holds no vectors of {models[level]}: `memidex "
+                "models embed` computes them (of the best model in the cache)", models[level])
         else:
             statuses[level] = LevelStatus(level, True, None, models[level])
     statuses["lexical-only"] = LevelStatus("lexical-only", index_problem is None,

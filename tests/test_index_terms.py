@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memidex.index.schema import TOKENIZER as LOCAL_TOKENIZER
-from memidex.teamindex.text import TOKENIZER, Tokenizer, fts_document
+from memidex.index.terms import Tokenizer, fts_document
 
 
 def _fts5_tokens(text: str) -> list[str]:
@@ -22,10 +22,6 @@ def _fts5_tokens(text: str) -> list[str]:
             ((t, o) for t, o in c.execute("SELECT term, offset FROM v")), key=lambda x: x[1])]
     finally:
         c.close()
-
-
-def test_same_tokenizer_as_the_local_index() -> None:
-    assert TOKENIZER == LOCAL_TOKENIZER
 
 
 def test_known_text() -> None:

@@ -1,4 +1,6 @@
-"""The words the team index matches on: the local index's own tokens.
+"""The local index's own tokens, outside SQL: what FTS5 makes of a text.
+
+The team index matches on them, and the sparse vector strategy weighs them.
 
 The local index tokenizes with FTS5's ``porter unicode61 remove_diacritics 2``.
 PostgreSQL's parser splits text otherwise (``place-order`` gives three tokens,
@@ -15,7 +17,7 @@ them with the ``simple`` dictionary, which changes nothing more. A query's words
 through the same tokenizer (:func:`query_tokens`).
 
 So the words of a record, how often each occurs and its length in tokens (BM25's ``D``)
-are the local index's; ``tests/test_teamindex_text.py`` compares them with FTS5's own
+are the local index's; ``tests/test_index_terms.py`` compares them with FTS5's own
 tokens on whole records, non-ASCII text included.
 """
 
@@ -28,11 +30,11 @@ import threading
 import unicodedata
 from collections.abc import Iterable
 
+from memidex.index.schema import TOKENIZER
+
 __all__ = ["COLUMN_SEPARATOR", "TOKENIZER", "Tokenizer", "fts_document", "query_tokens",
            "run_tokens", "runs", "tokens"]
 
-TOKENIZER = "porter unicode61 remove_diacritics 2"
-"""The local index's (``memidex.index.schema.TOKENIZER``; a test keeps them equal)."""
 COLUMN_SEPARATOR = "\x1f"
 """Between the title's, the anchors' and the body's tokens in the ``fts`` column."""
 
