@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from memidex.masking import Masker
     from memidex.review.changes import ReviewReport
     from memidex.serve.values import Brief
+    from memidex.teamindex.pushing import PushReport
     from memidex.vectors import LevelReport
     from memidex.write.daemon import DaemonReport
     from memidex.write.route import WriteRoute
@@ -257,6 +258,24 @@ class Memidex:
             return bool(ModelCache(cache_dir_of(self.config)).entries())
         except (ModelCacheError, OSError):  # an unreadable cache is doctor's to report
             return False
+
+    def push_index(self, url: str | None = None, *, branch: str | None = None,
+                   rewind: bool = False, jobs: int | None = None) -> PushReport:
+        """``index push``: bring the team index at ``url`` (default ``[index] url`` or
+        ``MEMIDEX_INDEX_URL``) to the records at ``branch``'s HEAD (default ``[index]
+        branch``, else the checked-out branch). Reads git, never the work tree; writes
+        nothing to the records (docs/team-index.md)."""
+        from memidex.errors import ConfigError
+        from memidex.teamindex import push
+
+        target = url or self.config.index.url
+        if not target:
+            raise ConfigError("no team index URL: pass --url, set MEMIDEX_INDEX_URL or "
+                              "[index] url in memidex.toml",
+                              hint="e.g. --url postgresql://memidex:PASSWORD@db.internal/"
+                              "memidex")
+        return push(self.config.root, target, branch=branch or self.config.index.branch,
+                    rewind=rewind, jobs=jobs, timeout=self.config.index.timeout)
 
     def search_levels(self) -> LevelReport:
         """Each search level and why it is or is not available (the models loaded)."""

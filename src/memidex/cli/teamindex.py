@@ -16,7 +16,6 @@ from typing import Annotated
 import typer
 
 from memidex.cli.base import STATE, JsonOpt, app
-from memidex.errors import ConfigError
 
 __all__ = ["index"]
 
@@ -57,17 +56,10 @@ def push_command(
     problems, test_anchors, seconds, url (password masked), notes}
     (docs/schemas/index-push.schema.json).
     """
-    from memidex.config import load_config
-    from memidex.teamindex import push
+    from memidex.app import Memidex
 
-    config = load_config(root or STATE.root)
-    target = url or config.index.url
-    if not target:
-        raise ConfigError("no team index URL: pass --url, set MEMIDEX_INDEX_URL or "
-                          "[index] url in memidex.toml",
-                          hint="e.g. --url postgresql://memidex:PASSWORD@db.internal/memidex")
-    report = push(config.root, target, branch=branch or config.index.branch, rewind=rewind,
-                  jobs=jobs)
+    with Memidex(root or STATE.root) as mx:
+        report = mx.push_index(url, branch=branch, rewind=rewind, jobs=jobs)
     if json_out:
         from memidex.cli.render import print_json
 
