@@ -391,24 +391,35 @@ class Learning:
         run_id, cascade = str(job["run_id"]), bool(job["cascade"])
         runs = RunStore(self.config)
         known = runs.raw(run_id) is not None
-        plan = plan_rollback(self.store, run_id, cascade=cascade, known_run=known)
-        done = session.apply(list(plan.changes), command="knowledge rollback")
+        mine = runs.result(run_id)
+        rolled_back = {r.run_id for r in runs.results() if r.rolled_back}
+        # Planned here, under the lease and after the writer's recovery finished whatever
+        # an earlier attempt left in the journal: that attempt's change set is in the
+        # ledger by now, named as this run's rollback.
+        plan = plan_rollback(self.store, run_id, cascade=cascade, known_run=known,
+                             rolled_back=rolled_back,
+                             claimed=[rid for _op, rid in mine.changes] if mine else ())
+        done = session.apply(list(plan.changes), command="knowledge rollback",
+                             rollback_of=plan.runs) if plan.changes else []
         # Still under the lease: the runs are marked rolled back, their proposals
         # dropped, and the tests file folded again without them (their passes and misses
-        # no longer count).
+        # no longer count). An earlier attempt cut short is finished the same way.
         queue = Proposals(self.store)
         products = set()
         for rid in plan.runs:
             result = runs.result(rid)
             if result is not None:
-                runs.save_result(replace(result, rolled_back=True), session.state)
-                products.add(result.product)
                 for pid in result.proposals:
                     queue.remove(pid, session.state)
+                runs.save_result(replace(result, rolled_back=True), session.state)
+                products.add(result.product)
+        if plan.already and mine is not None:
+            products.add(mine.product)  # the fold may be what an earlier attempt left
         for product in sorted(products):
             refold(self.config, product, session)
         return {"run_id": run_id, "runs": list(plan.runs), "restored": list(plan.restored),
-                "removed": list(plan.removed), "changed": sum(1 for d in done if d)}
+                "removed": list(plan.removed), "changed": sum(1 for d in done if d),
+                "already_rolled_back": plan.already}
 
 
 def prepare_run(data: Any, *, source: str, masker: Masker, build_tag: str | None = None,
