@@ -30,6 +30,7 @@ from memidex.index.db import (
 )
 from memidex.index.schema import POST_LOAD, SCHEMA_VERSION, TOKENIZER
 from memidex.index.staleness import Snapshot, take_snapshot
+from memidex.masking import index_view
 from memidex.records.ids import scope_json
 from memidex.store.files import FileStat, LoadedRecord, Store
 from memidex.store.fsio import fsync_file, swap_into_place
@@ -148,6 +149,7 @@ def file_rows(store: Store, fs: FileStat) -> FileRows:
         except RecordError as exc:
             return FileRows(frow, None, (), (), (),
                             tuple((p.path, p.line, p.reason) for p in exc.problems))
+    record = index_view(record, store.config.root / store.config.secrets_file)  # masked
     lr = LoadedRecord(fs.relpath, record, sha, fs)
     anchors = ((record.anchor, 1), *((a, 0) for a in record.anchors))
     return FileRows(frow, record_row(lr), history_rows(record), anchors, _edges(record), ())
