@@ -1,7 +1,7 @@
 """Hardening, the index under attack: bytes flipped in its schema pages (the
 ``sqlite_master`` b-tree on page 1: its page header, its cell pointers, its cells) and
 every reading command still answers, error-free, at the bundle-scan level (SPEC §4);
-`doctor` says the index is damaged; `runs ingest` learns and rebuilds it.
+`doctor` says the index is damaged; `runs ingest` learns, and `rebuild-index` repairs it.
 
 Real SQLite files, damaged byte by byte; the real `memidex` command.
 """
@@ -123,7 +123,7 @@ def test_doctor_says_the_index_is_damaged(indexed: Path, tmp_path: Path, spot: s
 
 
 @pytest.mark.parametrize("spot", ["header", "cell"])
-def test_runs_ingest_learns_and_rebuilds_a_damaged_index(
+def test_runs_ingest_learns_beside_a_damaged_index_and_rebuild_repairs_it(
         indexed: Path, tmp_path: Path, spot: str) -> None:
     root = _damaged(indexed, tmp_path, spot)
     out = run_cli(root, "runs", "ingest", str(example("r-0052")), "--json")
