@@ -135,9 +135,10 @@ class Learning:
     def _prepared(self, source: Path, *, ci: bool, build_tag: str | None, fmt: str,
                   product: str | None, run_id: str | None) -> Run:
         """The run in ``source`` read, masked and validated, as :meth:`ingest` reads it."""
-        from memidex.evidence import decode_run, read_run_bytes
+        from memidex.evidence import check_regular_file, decode_run, read_run_bytes
         from memidex.importers import probe
 
+        check_regular_file(source)  # a FIFO would block this command (or an MCP worker)
         if fmt == "evidence" or (fmt == "auto" and probe(source) == "evidence"):
             data = decode_run(read_run_bytes(source), source=str(source))
             file_product = data.get("product") if isinstance(data, dict) else None
@@ -159,8 +160,10 @@ class Learning:
                       ci: bool = False) -> ImportResult:
         """``runs import``: a Playwright JSON or JUnit XML report as run evidence
         (:mod:`memidex.importers`, docs/import.md), masked; nothing is written."""
+        from memidex.evidence import check_regular_file
         from memidex.importers import import_report
 
+        check_regular_file(source)
         chosen = product or self.config.product
         if not chosen:
             raise UsageError("no product for the report's run",
