@@ -212,6 +212,12 @@ def _forked_batch(span: tuple[int, int]) -> bytes:
     return marshal.dumps(tuple(_batch(*_FORKED, *span)))
 
 
+def _ignore_sigint() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _iter_batches(store: Store, files: Sequence[FileStat], jobs: int) -> Iterator[Batch]:
     """Batches in path order; parsed (and flattened) by a process pool when there are
     many files, so the parent only inserts."""
@@ -233,7 +239,8 @@ def _iter_batches(store: Store, files: Sequence[FileStat], jobs: int) -> Iterato
     with _FORK_LOCK:
         _FORKED = (store, files)
         try:
-            pool = ctx.Pool(jobs)  # the processes fork here, with _FORKED set
+            # the processes fork here, with _FORKED set; Ctrl-C is the parent's to handle
+            pool = ctx.Pool(jobs, initializer=_ignore_sigint)
         finally:
             _FORKED = None
     with pool:
