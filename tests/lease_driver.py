@@ -4,6 +4,9 @@
 
 Commands: ``write`` (records PREFIX-0..N-1, ``--per-session`` writes per lease grant),
 ``apply`` (the fixed change set of the crash tests; ``--run-id``, ``--ordinal``),
+``cli`` (the ``memidex`` command itself, on the arguments after ``--``: with ``--pause-at``
+or ``--pause-at-state GLOB``, which stops it just before the fence of the first state
+file whose name matches — a tests file, a run's result),
 ``pairs`` (``--count`` change sets of two records, PREFIX-a and PREFIX-b, both titled
 with the same generation), ``hold`` (hold the lease for a
 while), ``recover`` (acquire and release: replays the journal), ``curate`` (model steps
@@ -188,6 +191,34 @@ def pause_at(spec: str) -> None:
     at_step(spec, pause)
 
 
+def pause_at_state(pattern: str) -> None:
+    """SIGSTOP this process once, when it has staged the new bytes of the first state file
+    whose name matches ``pattern`` and is about to fence them into place."""
+    import fnmatch
+
+    from memidex.write import writer
+
+    original = writer.WriterSession.put_state
+    current: list[Path] = []
+    fired = False
+
+    def put_state(self: WriterSession, path: Path, data: bytes) -> None:
+        current[:] = [path]
+        original(self, path, data)
+
+    def hook(name: str) -> None:
+        nonlocal fired
+        if name == "state.staged" and not fired and current and fnmatch.fnmatch(
+                current[0].name, pattern):
+            fired = True
+            emit("paused", step=name, path=str(current[0]))
+            os.kill(os.getpid(), signal.SIGSTOP)
+            emit("resumed", step=name)
+
+    writer.WriterSession.put_state = put_state  # type: ignore[method-assign]
+    set_step_hook(hook)
+
+
 def model_call(calls: Path, step: str, i: int) -> dict[str, str]:
     """A stand-in for the model: deterministic answer, every call logged (fsynced)."""
     fd = os.open(calls, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -278,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="lease_driver")
     parser.add_argument("root")
     parser.add_argument("command", choices=["write", "setup", "apply", "hold", "recover",
-                                            "curate", "pairs"])
+                                            "curate", "pairs", "cli"])
     parser.add_argument("--prefix", default="rec")
     parser.add_argument("--count", type=int, default=1)
     parser.add_argument("--per-session", type=int, default=1)
@@ -295,14 +326,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--crash-at", default=None, help="STEP[:N], name or number")
     parser.add_argument("--pause-at", default=None, help="STEP[:N]: SIGSTOP there")
     parser.add_argument("--fault", default=None, help="write|fsync|replace:N:ENOSPC|EIO")
+    parser.add_argument("--pause-at-state", default=None,
+                        help="GLOB: SIGSTOP before the fence of that state file")
     parser.add_argument("--trace", action="store_true", help="print every protocol step")
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    rest = argv[argv.index("--") + 1:] if "--" in argv else []  # cli: memidex's arguments
+    args = parser.parse_args(argv[:len(argv) - len(rest) - (1 if rest else 0)])
+    args.rest = rest
     if args.trace:
         set_step_hook(lambda name: emit("step", step=name))
     if args.crash_at:
         crash_at(args.crash_at)
     if args.pause_at:
         pause_at(args.pause_at)
+    if args.pause_at_state:
+        pause_at_state(args.pause_at_state)
+    if args.command == "cli":
+        from memidex.cli.main import main as memidex_main
+
+        code = memidex_main(["--root", args.root, *args.rest])
+        emit("exit", code=code)
+        return code
     undo = None
     if args.fault:
         op, nth, name = args.fault.split(":")

@@ -88,3 +88,80 @@ def test_cli_rebuild_with_a_clock_ahead_refuses_under_a_live_daemon(root: Path) 
         daemon.terminate()
         daemon.communicate(timeout=60)
     assert daemon.returncode == 0
+
+
+# --- a stale ingest, paused past its TTL, writes no state file ------------------------------
+
+
+def _learning_repo(tmp: Path, ttl: float) -> Path:
+    from conftest import git
+    from memidex.store.layout import init_repository
+
+    root = tmp / "learn"
+    root.mkdir()
+    git(root, "init", "-q")
+    init_repository(root)
+    (root / "memidex.toml").write_text(
+        f'product = "shop-web"\nlease_ttl_seconds = {ttl}\n', encoding="utf-8")
+    return root
+
+
+def _a_run(tmp: Path, run_id: str, test_id: str, page: str) -> Path:
+    from learnkit import a_run, a_test, step, write_run
+
+    run = a_run(run_id, [a_test(test_id, [step(1, f"el:heading:{test_id}", f"{test_id} shown",
+                                                anchors=(page,))])])
+    return write_run(tmp / "runs-in", run)
+
+
+def _tests_file(root: Path) -> dict[str, object]:
+    data: dict[str, object] = json.loads(
+        (root / ".agent-qa/runs/tests-shop-web.json").read_text(encoding="utf-8"))
+    return data
+
+
+def test_an_ingest_paused_before_its_tests_file_is_fenced_and_loses_nothing(
+        tmp_path: Path) -> None:
+    # A is SIGSTOPped with its tests file staged (its records landed); past the TTL (2 s)
+    # B takes the lease and ingests. A wakes up: the fence refuses its stale tests file
+    # (exit 3), B's fold is intact, and ingesting A again folds A in beside it.
+    import os
+    import signal
+
+    from conftest import run_cli
+    from lease_driver import wait_stopped
+
+    root = _learning_repo(tmp_path, ttl=2)
+    run_a = _a_run(tmp_path, "r-a", "alpha-test", "page:/alpha")
+    run_b = _a_run(tmp_path, "r-b", "beta-test", "page:/beta")
+    stale = subprocess.Popen(driver_cmd(root, "cli", "--pause-at-state", "tests-*.json",
+                                        "--", "runs", "ingest", str(run_a)),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert stale.stdout is not None
+        paused = json.loads(stale.stdout.readline())
+        assert paused["event"] == "paused" and paused["path"].endswith("tests-shop-web.json")
+        wait_stopped(stale.pid)
+        other = run_cli(root, "runs", "ingest", str(run_b))  # waits out the TTL, then takes it
+        assert other.returncode == 0, other.stderr
+        assert "beta-test" in _tests_file(root)["tests"]  # type: ignore[operator]
+    finally:
+        os.kill(stale.pid, signal.SIGCONT)
+        out, err = stale.communicate(timeout=120)
+    assert stale.returncode == 3, (out, err)
+    assert "Traceback" not in err and err.startswith("error: "), err
+    assert "lease" in err
+    tests = _tests_file(root)["tests"]
+    assert "beta-test" in tests and "alpha-test" not in tests  # type: ignore[operator]
+    brief = run_cli(root, "brief", "beta-test")
+    assert brief.returncode == 0, brief.stderr
+    assert "no past runs" not in brief.stdout and "page:/beta" in brief.stdout
+    # A again: it finishes (the records it landed are kept), and its fold joins B's
+    again = run_cli(root, "runs", "ingest", str(run_a), "--json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["resumed"]
+    tests = _tests_file(root)["tests"]
+    assert {"alpha-test", "beta-test"} <= set(tests)  # type: ignore[arg-type]
+    for test_id, page in (("alpha-test", "page:/alpha"), ("beta-test", "page:/beta")):
+        brief = run_cli(root, "brief", test_id)
+        assert "no past runs" not in brief.stdout and page in brief.stdout, brief.stdout

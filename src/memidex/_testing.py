@@ -16,7 +16,8 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-__all__ = ["STEPS", "at_step", "crash_at", "inject_io_fault", "set_step_hook", "step"]
+__all__ = ["STATE_STEPS", "STEPS", "at_step", "crash_at", "inject_io_fault", "set_step_hook",
+           "step"]
 
 STEPS: tuple[str, ...] = (
     "acquire.begun",      # 1  BEGIN IMMEDIATE held for a grant
@@ -36,6 +37,12 @@ STEPS: tuple[str, ...] = (
     "release.begun",      # 15 about to clear the holder
 )
 """The numbered protocol steps, in the order one session passes them."""
+
+STATE_STEPS: tuple[str, ...] = (
+    "state.staged",       # a state file's new bytes durable beside it, not yet fenced in
+)
+"""Named steps outside the change-set protocol (a session passes them only when it writes
+a state file: the run counters, a tests file, a run's result, a proposal)."""
 
 _hook: Callable[[str], None] | None = None
 
@@ -59,7 +66,7 @@ def _resolve_step(spec: str) -> tuple[str, int]:
         if not 1 <= number <= len(STEPS):
             raise ValueError(f"no protocol step {number} (1..{len(STEPS)})")
         name = STEPS[number - 1]
-    if name not in STEPS:
+    if name not in STEPS and name not in STATE_STEPS:
         raise ValueError(f"unknown protocol step {name!r}")
     return name, int(nth) if nth else 1
 

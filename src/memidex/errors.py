@@ -26,6 +26,7 @@ __all__ = [
     "EXIT_USAGE",
     "EXIT_LEASE",
     "EXIT_INVALID",
+    "EXIT_INTERRUPTED",
     "AmbiguousIdError",
     "ConfigError",
     "ConflictError",
@@ -56,6 +57,7 @@ EXIT_PROBLEMS = 1
 EXIT_USAGE = 2
 EXIT_LEASE = 3
 EXIT_INVALID = 4
+EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT): 128 + 2, as a shell reports it
 
 
 @dataclass(frozen=True, slots=True)

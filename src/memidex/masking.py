@@ -11,12 +11,15 @@ data and stays. Nothing else is masked.
 before its id is computed, and a product name holding a secret is refused.
 :meth:`Masker.mask_hits`, :meth:`Masker.mask_summaries`, :meth:`Masker.mask_json` and
 :meth:`Masker.mask_shown` mask secrets in what memidex prints (a secret typed by hand
-into a committed record);
+into a committed record), and :func:`index_view` what the index stores of a record. A
+secret is found also where other whitespace, control or invisible characters split it
+than its own (what a printer turns into a space would rebuild it on screen);
 :meth:`Masker.load` reads the secrets file only when it exists and caches it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from dataclasses import dataclass, replace
@@ -31,10 +34,17 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 
-__all__ = ["Masker", "home_pattern"]
+__all__ = ["Masker", "home_pattern", "index_view"]
 
 _WINDOWS_HOME = r"[A-Za-z]:\\Users\\[^\\\s]+"
 _HOME_ROOTS = ("/home/", "/Users/")
+
+
+def index_view(record: Record, secrets_file: Path) -> Record:
+    """``record`` as the index stores it (:meth:`Masker.for_index`), under the secrets of
+    ``secrets_file`` (read once while it does not change). The index's row projection
+    calls it for every record file, so a rebuild and a refresh store the same."""
+    return Masker.load(secrets_file).for_index(record)
 
 
 @lru_cache(maxsize=8)
@@ -88,6 +98,43 @@ def _read_simple(text: str) -> dict[str, str] | None:
 
 
 _LOADED: dict[str, tuple[tuple[int, int], Masker]] = {}
+
+_ESCAPED_SEP = (r"(?:\s|[\x00-\x1f\x7f-\xa0\u00ad\u200b-\u200f\u2028-\u202f\u2060-\u206f"
+                r"\ufeff]|\\[tnr0abefv _NLP]|\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}"
+                r"|\\U[0-9a-fA-F]{8})+")
+"""Between two words of a secret in a file's text: separators, or YAML/JSON escapes."""
+
+
+def _is_format(ch: str) -> bool:
+    import unicodedata
+
+    return unicodedata.category(ch) == "Cf"
+
+
+def _normalised(text: str, *, drop_format: bool) -> tuple[str, list[int]]:
+    """``text`` with each run of separators as one space (``drop_format``: format
+    characters left out instead), and for each of its characters the offset in ``text``
+    it starts at."""
+    chars: list[str] = []
+    starts: list[int] = []
+    in_run = False
+    for i, ch in enumerate(text):
+        if ch.isprintable() and ch != " ":
+            chars.append(ch)
+            starts.append(i)
+            in_run = False
+        elif drop_format and _is_format(ch):
+            continue
+        elif not in_run:
+            chars.append(" ")
+            starts.append(i)
+            in_run = True
+    return "".join(chars), starts
+
+
+def _normal_value(value: str, *, drop_format: bool) -> str:
+    """A secret as :func:`_normalised` reads it (trimmed)."""
+    return _normalised(value, drop_format=drop_format)[0].strip()
 
 
 @dataclass(frozen=True)
@@ -143,13 +190,49 @@ class Masker:
         return cls(tuple(pairs))
 
     def mask_secrets(self, text: str) -> str:
+        """Each secret in ``text`` as ``[secret:<name>]`` — also where it is split by other
+        whitespace, control or invisible characters than its own (``open\tsesame 42``,
+        ``open\u200bsesame 42``, ``open  sesame 42`` for ``open sesame 42``): what a
+        printer turns into one space, or into nothing, rebuilds the secret on screen."""
         for name, value in self.secrets:
             if value in text:
                 text = text.replace(value, f"[secret:{name}]")
+        if self.secrets and (not text.isprintable() or "  " in text):
+            text = self._mask_loose(text)
         return text
 
     def holds_secret(self, text: str) -> bool:
-        return any(value in text for _, value in self.secrets)
+        return self.mask_secrets(text) != text
+
+    def _mask_loose(self, text: str) -> str:
+        """The secrets found in ``text`` once each run of separators (whitespace, control
+        and format characters) reads as one space — and once format characters (ZWSP,
+        soft hyphen, …) read as nothing."""
+        spans: list[tuple[int, int, str]] = []
+        formats = any(_is_format(ch) for ch in text if not ch.isprintable())
+        for drop_format in (False, True) if formats else (False,):
+            norm, starts = _normalised(text, drop_format=drop_format)
+            for name, value in self.secrets:
+                want = _normal_value(value, drop_format=drop_format)
+                if not want:
+                    continue
+                at = norm.find(want)
+                while at >= 0:
+                    end = at + len(want)
+                    spans.append((starts[at], starts[end] if end < len(starts) else len(text),
+                                  name))
+                    at = norm.find(want, end)
+        if not spans:
+            return text
+        out: list[str] = []
+        pos = 0
+        for start, end, name in sorted(spans):
+            if start < pos:  # overlaps the span masked before it
+                continue
+            out += [text[pos:start], f"[secret:{name}]"]
+            pos = end
+        out.append(text[pos:])
+        return "".join(out)
 
     def mask(self, text: str) -> str:
         """Secrets, then home paths."""
@@ -196,20 +279,65 @@ class Masker:
         return data
 
     def mask_shown(self, shown: _T) -> _T:
-        """A shown record (:class:`memidex.app.results.ShownRecord`): its text, and the record
-        parsed again from the masked text (field by field when the mask made it unreadable)."""
-        s = cast(Any, shown)
-        text = self.mask_secrets(s.text)
-        if text == s.text:
+        """A shown record (:class:`memidex.app.results.ShownRecord`): its text — a secret
+        split by a YAML escape (``open\\tsesame 42`` in a quoted title) included — and the
+        record parsed again from the masked text, every field masked again (a field the
+        mask of the text left unreadable, or whose escapes it could not see)."""
+        if not self.secrets:
             return shown
-        from memidex.records.codec import parse_record
+        s = cast(Any, shown)
+        text = self._mask_escaped(self.mask_secrets(s.text))
+        record = s.record
+        if text != s.text:
+            from memidex.records.codec import parse_record
 
-        try:
-            record = parse_record(text, s.path)
-        except RecordError:  # the mask made it unreadable: mask field by field instead
-            record = replace(s.record, title=self.mask_secrets(s.record.title),
-                             body=self.mask_secrets(s.record.body))
+            with contextlib.suppress(RecordError):  # unreadable: mask field by field
+                record = parse_record(text, s.path)
+        record = self._masked_fields(record)
+        if text == s.text and record == s.record:
+            return shown
         return cast(_T, replace(s, record=record, text=text))
+
+    def _mask_escaped(self, text: str) -> str:
+        """Secrets in a file's text whose separators are written as escapes (``\\t``,
+        ``\\n``, ``\\u200b``, …) or other separators."""
+        if "\\" not in text:
+            return text
+        for name, value in self.secrets:
+            parts = value.split()
+            if len(parts) < 2 or parts[0] not in text:
+                continue
+            pattern = _ESCAPED_SEP.join(re.escape(p) for p in parts)
+            text = re.sub(pattern, f"[secret:{name}]", text)
+        return text
+
+    def _masked_fields(self, r: Record) -> Record:
+        """``r`` with the secrets in every string it holds masked, its id kept."""
+        m = self.mask_secrets
+
+        def opt(v: str | None) -> str | None:
+            return None if v is None else m(v)
+
+        new = replace(
+            r, title=m(r.title), body=m(r.body), anchor=m(r.anchor),
+            anchors=tuple(sorted({m(a) for a in r.anchors})),
+            scope=tuple((k, m(v) if isinstance(v, str) else v) for k, v in r.scope),
+            evidence=tuple(replace(e, observed=opt(e.observed), test=opt(e.test),
+                                   check=opt(e.check), artifact=opt(e.artifact))
+                           for e in r.evidence),
+            history=tuple(replace(h, title=m(h.title), body=m(h.body),
+                                  anchors=None if h.anchors is None
+                                  else tuple(sorted({m(a) for a in h.anchors})))
+                          for h in r.history),
+        )
+        return r if new == r else new
+
+    def for_index(self, r: Record) -> Record:
+        """``r`` as the index stores it: secrets masked in every text it is searched or
+        shown by (title, body, anchors, scope, earlier versions); its id and path kept.
+        So a secret typed by hand into a record is not in the index either, and a search
+        for it finds nothing — search is no oracle for a guess."""
+        return self._masked_fields(r) if self.secrets else r
 
     # --- the write boundary ------------------------------------------------------------
 

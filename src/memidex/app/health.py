@@ -132,6 +132,10 @@ class Health:
                     record_count += 1
             _, pproblems = self.store.load_policies()
             errors += pproblems
+        from memidex.runstate.store import RunStore
+
+        with contextlib.suppress(OSError, UsageError):  # local state that cannot be read
+            errors += RunStore(self.config).damaged()
         if errors:
             healthy = False
         search = self.reading.semantic.levels(db, None if db is not None else (

@@ -225,6 +225,8 @@ def ingest_job(session: WriterSession, job: Mapping[str, Any], *, config: Config
             session.apply(writes, command="runs ingest", run_id=run.run_id, ordinal=n)
     if the_plan is not None and tests.ordinal < n:
         tests_file.save(state, the_plan.tests, ordinal=n)
+    elif resumed and tests.ordinal > n:  # a later run was folded while this one waited
+        refold(config, run.product, session, also=run.run_id)
     all_notes = tuple(notes + (the_plan.notes if the_plan is not None else []))
     runs.save_result(_result(run, n, tuple(changes), tuple(proposals), done=True,
                              notes=all_notes), state)
@@ -290,11 +292,15 @@ def _run_of(value: Any) -> Run:
     return build_run(value)
 
 
-def refold(config: Config, product: str, session: WriterSession) -> int:
+def refold(config: Config, product: str, session: WriterSession, *,
+           also: str | None = None) -> int:
     """Rebuild ``product``'s tests file from the runs that stand (done, not rolled back),
     in ordinal order — after a rollback, so a rolled-back run no longer counts as a pass
-    on its build or towards a deprecation. Returns how many runs were folded. (A fact a
-    run both changed and found missing is counted as if the run had not changed it.)"""
+    on its build or towards a deprecation; and for a resumed ingest (``also``: its run,
+    not done yet) that a later run overtook (paused past its lease, say), so its fold
+    joins the later one's instead of being lost. Returns how many runs were folded. (A
+    fact a run both changed and found missing is counted as if the run had not changed
+    it.)"""
     from memidex.evidence import build_run
     from memidex.learning.candidates import project
     from memidex.learning.fold import TestState, count_missing, fold_run
@@ -306,7 +312,7 @@ def refold(config: Config, product: str, session: WriterSession) -> int:
     folded = 0
     for result in runs.results(product):
         raw = runs.raw(result.run_id)
-        if not result.done or result.rolled_back or raw is None:
+        if not (result.done or result.run_id == also) or result.rolled_back or raw is None:
             continue
         run = build_run(raw["run"])
         analysis = raw.get("analysis") or {}

@@ -135,9 +135,10 @@ class Learning:
     def _prepared(self, source: Path, *, ci: bool, build_tag: str | None, fmt: str,
                   product: str | None, run_id: str | None) -> Run:
         """The run in ``source`` read, masked and validated, as :meth:`ingest` reads it."""
-        from memidex.evidence import decode_run, read_run_bytes
+        from memidex.evidence import check_regular_file, decode_run, read_run_bytes
         from memidex.importers import probe
 
+        check_regular_file(source)  # a FIFO would block this command (or an MCP worker)
         if fmt == "evidence" or (fmt == "auto" and probe(source) == "evidence"):
             data = decode_run(read_run_bytes(source), source=str(source))
             file_product = data.get("product") if isinstance(data, dict) else None
@@ -159,8 +160,10 @@ class Learning:
                       ci: bool = False) -> ImportResult:
         """``runs import``: a Playwright JSON or JUnit XML report as run evidence
         (:mod:`memidex.importers`, docs/import.md), masked; nothing is written."""
+        from memidex.evidence import check_regular_file
         from memidex.importers import import_report
 
+        check_regular_file(source)
         chosen = product or self.config.product
         if not chosen:
             raise UsageError("no product for the report's run",
@@ -391,24 +394,35 @@ class Learning:
         run_id, cascade = str(job["run_id"]), bool(job["cascade"])
         runs = RunStore(self.config)
         known = runs.raw(run_id) is not None
-        plan = plan_rollback(self.store, run_id, cascade=cascade, known_run=known)
-        done = session.apply(list(plan.changes), command="knowledge rollback")
+        mine = runs.result(run_id)
+        rolled_back = {r.run_id for r in runs.results() if r.rolled_back}
+        # Planned here, under the lease and after the writer's recovery finished whatever
+        # an earlier attempt left in the journal: that attempt's change set is in the
+        # ledger by now, named as this run's rollback.
+        plan = plan_rollback(self.store, run_id, cascade=cascade, known_run=known,
+                             rolled_back=rolled_back,
+                             claimed=[rid for _op, rid in mine.changes] if mine else ())
+        done = session.apply(list(plan.changes), command="knowledge rollback",
+                             rollback_of=plan.runs) if plan.changes else []
         # Still under the lease: the runs are marked rolled back, their proposals
         # dropped, and the tests file folded again without them (their passes and misses
-        # no longer count).
+        # no longer count). An earlier attempt cut short is finished the same way.
         queue = Proposals(self.store)
         products = set()
         for rid in plan.runs:
             result = runs.result(rid)
             if result is not None:
-                runs.save_result(replace(result, rolled_back=True), session.state)
-                products.add(result.product)
                 for pid in result.proposals:
                     queue.remove(pid, session.state)
+                runs.save_result(replace(result, rolled_back=True), session.state)
+                products.add(result.product)
+        if plan.already and mine is not None:
+            products.add(mine.product)  # the fold may be what an earlier attempt left
         for product in sorted(products):
             refold(self.config, product, session)
         return {"run_id": run_id, "runs": list(plan.runs), "restored": list(plan.restored),
-                "removed": list(plan.removed), "changed": sum(1 for d in done if d)}
+                "removed": list(plan.removed), "changed": sum(1 for d in done if d),
+                "already_rolled_back": plan.already}
 
 
 def prepare_run(data: Any, *, source: str, masker: Masker, build_tag: str | None = None,

@@ -15,7 +15,13 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from memidex.errors import EXIT_PROBLEMS, EXIT_USAGE, MemidexError, ProblemsFound
+from memidex.errors import (
+    EXIT_INTERRUPTED,
+    EXIT_PROBLEMS,
+    EXIT_USAGE,
+    MemidexError,
+    ProblemsFound,
+)
 
 __all__ = ["main", "run", "wants_json"]
 
@@ -114,6 +120,9 @@ def _mapped(command: Callable[[], int | None], json_out: bool = False) -> int:
         return _report_error(exc, json_out)
     except BrokenPipeError:
         return EXIT_PROBLEMS
+    except KeyboardInterrupt:  # Ctrl-C: what was being written is left as it was
+        sys.stderr.write("interrupted\n")
+        return EXIT_INTERRUPTED
     except OSError as exc:  # disk full, I/O error, permissions: one line, no traceback
         from memidex.errors import from_os_error
 

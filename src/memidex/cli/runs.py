@@ -367,7 +367,11 @@ def rollback(
     run had never been ingested; later runs' changes to other records stay. Refuses when
     a later run changed the same record, unless --cascade.
 
-    --json: {run_id, runs, restored, removed, changed}.
+    Runs rolled back already, and their rollbacks, are not later changes: undo the last
+    runs newest first, or oldest first with --cascade. A run rolled back before is said so
+    (exit 0, nothing changed); a rollback cut short is finished.
+
+    --json: {run_id, runs, restored, removed, changed, already_rolled_back}.
     """
     with memidex(wait=wait) as m:
         result = m.rollback(run_id, cascade=cascade)
@@ -375,6 +379,9 @@ def rollback(
         _json(result.to_json())
         return
     data = result.to_json()
+    if data["already_rolled_back"]:
+        sys.stdout.write(f"{data['run_id']} was already rolled back: nothing changed\n")
+        return
     sys.stdout.write(f"rolled back {', '.join(data['runs'])}: {len(data['restored'])} "
                      f"restored, {len(data['removed'])} removed\n")
 

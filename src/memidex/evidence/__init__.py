@@ -7,7 +7,14 @@ returns frozen values; every violation is reported, each with its JSON path, in 
 :class:`RunEvidenceError`.
 """
 
-from memidex.evidence.load import build_run, decode_run, load_run, parse_run, read_run_bytes
+from memidex.evidence.load import (
+    build_run,
+    check_regular_file,
+    decode_run,
+    load_run,
+    parse_run,
+    read_run_bytes,
+)
 from memidex.evidence.schema import (
     ATTEMPT_STATUSES,
     BUILD_TAG_PATTERN,
@@ -27,6 +34,6 @@ __all__ = [
     "ATTEMPT_STATUSES", "BUILD_TAG_PATTERN", "HINTS", "MAX_ATTEMPTS", "MAX_RUN_BYTES",
     "RUN_ID_PATTERN", "TEST_ID_PATTERN", "VERDICTS", "Attempt", "Check", "Failure", "Run",
     "RunEvidenceError", "Step", "TestResult", "Violation", "artifact_problem", "build_run",
-    "decode_run", "load_run", "parse_run", "read_run_bytes", "run_schema", "schema_text",
-    "validate_run",
+    "check_regular_file", "decode_run", "load_run", "parse_run", "read_run_bytes",
+    "run_schema", "schema_text", "validate_run",
 ]

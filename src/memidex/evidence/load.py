@@ -12,7 +12,8 @@ from memidex.evidence.schema import MAX_RUN_BYTES
 from memidex.evidence.validate import RunEvidenceError, Violation, validate_run
 from memidex.evidence.values import Attempt, Check, Failure, Run, Step, TestResult
 
-__all__ = ["build_run", "decode_run", "load_run", "parse_run", "read_run_bytes"]
+__all__ = ["build_run", "check_regular_file", "decode_run", "load_run", "parse_run",
+           "read_run_bytes"]
 
 
 def _reject_constant(name: str) -> Any:
@@ -46,10 +47,36 @@ def parse_run(raw: bytes, *, source: str) -> Run:
     return build_run(data)
 
 
+def check_regular_file(path: Path) -> None:
+    """Refuse (exit 4) a run or report ``path`` that is there but is not a regular file —
+    a FIFO, a socket, a device (a link to one included): reading it would block until a
+    writer comes, or never end. A missing file or a folder is left to the reader, which
+    says so in its own words."""
+    import os
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    except OSError as exc:
+        raise InvalidInputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return
+    what = ("a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket"
+            if stat.S_ISSOCK(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "not a file")
+    raise InvalidInputError(f"{path}: is {what}, not a regular file; memidex reads a run "
+                            "or a report from a file", hint="write the run or report to a "
+                            "file first, then pass that file")
+
+
 def read_run_bytes(path: Path, *, max_bytes: int = MAX_RUN_BYTES) -> bytes:
     """The bytes of the run file ``path``; a file of ``max_bytes`` or more is refused from
-    its size alone, before anything is read."""
+    its size alone, before anything is read; anything but a regular file is refused
+    (:func:`check_regular_file`)."""
     source = str(path)
+    check_regular_file(path)
     try:
         size = path.stat().st_size
         if size >= max_bytes:

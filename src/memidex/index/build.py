@@ -30,6 +30,7 @@ from memidex.index.db import (
 )
 from memidex.index.schema import POST_LOAD, SCHEMA_VERSION, TOKENIZER
 from memidex.index.staleness import Snapshot, take_snapshot
+from memidex.masking import index_view
 from memidex.records.ids import scope_json
 from memidex.store.files import FileStat, LoadedRecord, Store
 from memidex.store.fsio import fsync_file, swap_into_place
@@ -148,6 +149,7 @@ def file_rows(store: Store, fs: FileStat) -> FileRows:
         except RecordError as exc:
             return FileRows(frow, None, (), (), (),
                             tuple((p.path, p.line, p.reason) for p in exc.problems))
+    record = index_view(record, store.config.root / store.config.secrets_file)  # masked
     lr = LoadedRecord(fs.relpath, record, sha, fs)
     anchors = ((record.anchor, 1), *((a, 0) for a in record.anchors))
     return FileRows(frow, record_row(lr), history_rows(record), anchors, _edges(record), ())
@@ -210,6 +212,12 @@ def _forked_batch(span: tuple[int, int]) -> bytes:
     return marshal.dumps(tuple(_batch(*_FORKED, *span)))
 
 
+def _ignore_sigint() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _iter_batches(store: Store, files: Sequence[FileStat], jobs: int) -> Iterator[Batch]:
     """Batches in path order; parsed (and flattened) by a process pool when there are
     many files, so the parent only inserts."""
@@ -231,7 +239,8 @@ def _iter_batches(store: Store, files: Sequence[FileStat], jobs: int) -> Iterato
     with _FORK_LOCK:
         _FORKED = (store, files)
         try:
-            pool = ctx.Pool(jobs)  # the processes fork here, with _FORKED set
+            # the processes fork here, with _FORKED set; Ctrl-C is the parent's to handle
+            pool = ctx.Pool(jobs, initializer=_ignore_sigint)
         finally:
             _FORKED = None
     with pool:

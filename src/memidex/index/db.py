@@ -50,10 +50,19 @@ class IndexOutdated(IndexUnavailableError):
         self.pending = pending
 
 
-def sqlite_error(exc: sqlite3.Error, folder: Path | None = None) -> IndexUnavailableError:
+SQLITE_ERRORS = (sqlite3.Error, UnicodeDecodeError)
+"""What a query on a damaged index raises: SQLite's errors — and a UnicodeDecodeError,
+when the error message SQLite builds quotes a name from damaged schema pages."""
+
+
+def sqlite_error(exc: sqlite3.Error | UnicodeDecodeError,
+                 folder: Path | None = None) -> IndexUnavailableError:
     """The memidex error for a SQLite error on the index, by its result code
     (:func:`memidex.errors.sqlite_fault`): the disk full, locked (or read-only), vs damaged
-    (corrupt, not a database, a table gone)."""
+    (corrupt, not a database, a table gone, text that is not text)."""
+    if isinstance(exc, UnicodeDecodeError):
+        return IndexDamagedError("the index is damaged (its schema holds bytes that are not "
+                                 "text); run `memidex knowledge rebuild-index`")
     fault = sqlite_fault(exc, folder)
     if fault == "full":
         return IndexLockedError(f"the index cannot be updated: no space left on the device "
@@ -70,7 +79,7 @@ def translated() -> Iterator[None]:
     caller above ``index/`` handles ``sqlite3`` itself."""
     try:
         yield
-    except sqlite3.Error as exc:
+    except SQLITE_ERRORS as exc:
         raise sqlite_error(exc) from None
 
 
@@ -84,7 +93,7 @@ def translating(fn: Callable[P, T]) -> Callable[P, T]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
         try:
             return fn(*args, **kwargs)
-        except sqlite3.Error as exc:
+        except SQLITE_ERRORS as exc:
             raise sqlite_error(exc) from None
     return wrapper
 
@@ -194,7 +203,7 @@ class IndexDB:
                 raise IndexUnavailableError(f"cannot open the index: {exc}") from None
             try:
                 conn.execute("PRAGMA schema_version").fetchone()
-            except sqlite3.DatabaseError as exc:
+            except SQLITE_ERRORS as exc:
                 conn.close()
                 raise IndexUnavailableError(f"the index is damaged or locked: {exc}") from None
             try:
@@ -206,7 +215,11 @@ class IndexDB:
                 if write:
                     # Derived data: a power cut may lose the last refresh (the next command
                     # redoes it) but never leaves a half-applied one; fewer fsyncs.
-                    conn.execute("PRAGMA synchronous=NORMAL")
+                    try:  # the first statement that reads the schema pages
+                        conn.execute("PRAGMA synchronous=NORMAL")
+                    except SQLITE_ERRORS as exc:
+                        conn.close()
+                        raise sqlite_error(exc) from None
                 db = cls(path, conn, after, readonly=not write)
                 db._check_schema()
                 return db
@@ -217,9 +230,12 @@ class IndexDB:
         try:
             names = [n for (n,) in self.conn.execute("SELECT name FROM migrations ORDER BY seq")]
             version = self.meta().get("schema_version")
-        except sqlite3.DatabaseError as exc:
+        except SQLITE_ERRORS as exc:
             self.close()
             raise IndexUnavailableError(f"the index is damaged: {exc}") from None
+        except IndexUnavailableError:
+            self.close()
+            raise
         known = [name for name, _ in MIGRATIONS]
         if names != known or version != str(SCHEMA_VERSION):
             self.close()
@@ -272,7 +288,7 @@ class IndexDB:
                 " CASE WHEN EXISTS (SELECT 1 FROM records) THEN 0"
                 " ELSE EXISTS (SELECT 1 FROM files WHERE record_rowid IS NOT NULL) END"
             ).fetchone()
-        except sqlite3.Error as exc:
+        except SQLITE_ERRORS as exc:
             raise sqlite_error(exc) from None
         if row[0] != 4:
             raise IndexDamagedError("the index is damaged (a table is missing); run "
@@ -314,7 +330,7 @@ class IndexDB:
     def quick_check(self) -> str:
         try:
             rows = self.conn.execute("PRAGMA quick_check").fetchall()
-        except sqlite3.DatabaseError as exc:
+        except SQLITE_ERRORS as exc:
             return str(exc)
         return "; ".join(str(r[0]) for r in rows[:3])
 
@@ -349,7 +365,7 @@ class IndexDB:
                     counts[name] = db.table("records_fts_docsize" if name == "records_fts"
                                             else name).count
             migrations = [row["name"] for row in db["migrations"].rows_where(order_by="seq")]
-        except sqlite3.Error as exc:
+        except SQLITE_ERRORS as exc:
             raise sqlite_error(exc) from None
         return {"migrations": migrations, "tables": counts,
                 "missing": [t for t in TABLES if t not in present]}

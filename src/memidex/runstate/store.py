@@ -17,6 +17,7 @@ is a :class:`memidex.errors.StateDamagedError`, never an absent run.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Mapping
@@ -118,8 +119,15 @@ class RunStore:
     # --- frozen runs ---
 
     def raw(self, run_id: str) -> dict[str, Any] | None:
-        """The frozen run's JSON (not validated again), or None when there is none."""
-        return load_state(self.path(run_id), what="frozen run")
+        """The frozen run's JSON, or None when there is none. Its evidence is not
+        validated again: it is checked against its digest (what the ingest froze), and the
+        rest of the file against its shape — a file damaged or edited since is a
+        :class:`StateDamagedError` naming it."""
+        path = self.path(run_id)
+        data = load_state(path, what="frozen run")
+        if data is not None:
+            _check_frozen(data, path)
+        return data
 
     def get(self, run_id: str) -> FrozenRun | None:
         path = self.path(run_id)
@@ -132,10 +140,15 @@ class RunStore:
     def _decode(self, raw: bytes, path: Path) -> FrozenRun:
         try:
             data = json.loads(raw)
+            if not isinstance(data, dict):
+                raise TypeError("not a JSON object")
+            _check_frozen(data, path)
             run = parse_run(json.dumps(data["run"]).encode("utf-8"), source=str(path))
             return FrozenRun(run=run, ordinal=int(data["ordinal"]), digest=str(data["digest"]),
                              analysis=dict(data.get("analysis") or {}), path=path,
                              why={str(k): str(v) for k, v in (data.get("why") or {}).items()})
+        except StateDamagedError:
+            raise
         except (ValueError, KeyError, TypeError, RecursionError) as exc:
             raise StateDamagedError(f"{path}: the frozen run cannot be read ({exc})",
                                     hint="it is local state: move it aside and ingest the "
@@ -195,6 +208,43 @@ class RunStore:
 
     def save_result(self, result: RunResult, writer: StateWriter) -> None:
         writer.put(self.result_path(result.run_id), dump_json(result.as_dict(), indent=1))
+
+
+def run_digest(run: Any) -> str:
+    """The digest of a run's evidence as frozen (``sha256:`` of its state-file JSON)."""
+    return "sha256:" + hashlib.sha256(dump_json(run)).hexdigest()
+
+
+def _check_frozen(data: Mapping[str, Any], path: Path) -> None:
+    """Raise :class:`StateDamagedError` unless ``data`` is a frozen run as the ingest
+    wrote it: its evidence equal to its digest, its ordinal a whole number, its analysis
+    and reasons maps of test ids to words."""
+    def damaged(why: str) -> StateDamagedError:
+        return StateDamagedError(f"{path}: the frozen run is damaged ({why})",
+                                 hint="it is local state: move it aside and ingest the run "
+                                 "again")
+
+    run, digest = data.get("run"), data.get("digest")
+    if not isinstance(run, dict) or not isinstance(digest, str):
+        raise damaged("its `run` or `digest` is missing or of the wrong type")
+    try:
+        same = run_digest(run) == digest
+    except (TypeError, ValueError, RecursionError):
+        same = False
+    if not same:
+        raise damaged("its evidence does not match its digest: it changed since it was "
+                      "frozen")
+    ordinal = data.get("ordinal")
+    if isinstance(ordinal, bool) or not isinstance(ordinal, int) or ordinal < 0:
+        raise damaged("`ordinal` is not a whole number")
+    for key in ("analysis", "why"):
+        value = data.get(key)
+        if value is not None and not (isinstance(value, dict) and all(
+                isinstance(k, str) and isinstance(v, str) for k, v in value.items())):
+            raise damaged(f"`{key}` is not a map of test ids to words")
+    for key in ("run_id", "product"):
+        if key in data and not isinstance(data[key], str):
+            raise damaged(f"`{key}` is not text")
 
 
 def _result(data: Mapping[str, Any], path: Path) -> RunResult:

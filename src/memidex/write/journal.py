@@ -5,8 +5,9 @@ Layout under the knowledge folder's ``queue/`` (ignored by git, derived):
 * ``journal/<id>.json`` — one change set (one command's writes), written and fsynced
   *before* any of its writes runs: for each op the path, the content hash it expects to
   find (``before``), the hash it leaves (``after``) and the canonical text.
-  It also carries the run id and ordinal the change set was written for (the ledger,
-  :mod:`memidex.write.ledger`, keeps them once it landed).
+  It also carries the run id and ordinal the change set was written for, or for a
+  rollback the runs it undoes (the ledger, :mod:`memidex.write.ledger`, keeps them once it
+  landed).
 * ``journal/<id>.done`` — append-only, one fsynced JSON line per step committed.
 * ``journal/abandoned/`` — change sets that could not be finished (someone edited a file
   they were about to replace); kept for a person to look at.
@@ -78,6 +79,7 @@ class ChangeSet:
     done: frozenset[int] = field(default_factory=frozenset)
     run_id: str | None = None  # the learning run that wrote it (the ledger keeps it)
     ordinal: int | None = None  # that run's ordinal, when known
+    rollback_of: tuple[str, ...] = ()  # a rollback: the runs it undoes (the ledger keeps them)
 
     def step_id(self, index: int) -> str:
         """The id of op ``index`` in the authority DB's ``applied`` table."""
@@ -88,6 +90,7 @@ class ChangeSet:
         return {
             "version": 1, "id": self.id, "command": self.command, "step": self.step,
             "created": self.created, "run_id": self.run_id, "ordinal": self.ordinal,
+            **({"rollback_of": list(self.rollback_of)} if self.rollback_of else {}),
             "owner": {"pid": o.pid, "pid_start": o.pid_start, "boot_id": o.boot_id,
                       "host": o.host, "epoch": o.epoch},
             "ops": [op.as_dict() for op in self.ops],
@@ -110,6 +113,7 @@ def _from_dict(data: Any) -> ChangeSet:
         ops=ops, step=data.get("step"), created=float(data.get("created", 0.0)),
         run_id=None if data.get("run_id") is None else str(data["run_id"]),
         ordinal=None if data.get("ordinal") is None else int(data["ordinal"]),
+        rollback_of=tuple(str(r) for r in data.get("rollback_of") or ()),
     )
 
 
@@ -129,12 +133,12 @@ class Journal:
 
     def begin(self, command: str, ops: Sequence[Op], owner: Owner,
               step: str | None = None, *, run_id: str | None = None,
-              ordinal: int | None = None) -> ChangeSet:
+              ordinal: int | None = None, rollback_of: Sequence[str] = ()) -> ChangeSet:
         """Write the change set durably before any of it runs."""
         self.dir.mkdir(parents=True, exist_ok=True)
         cs_id = f"{time.time_ns():020d}-{os.getpid()}-{secrets.token_hex(4)}"
         cs = ChangeSet(cs_id, command, owner, tuple(ops), step, round(time.time(), 3),
-                       run_id=run_id, ordinal=ordinal)
+                       run_id=run_id, ordinal=ordinal, rollback_of=tuple(rollback_of))
         atomic_write(self.dir / f"{cs_id}.json", dump_json(cs.as_dict()))
         return cs
 

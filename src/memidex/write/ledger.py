@@ -4,7 +4,8 @@ Layout under the knowledge folder's ``queue/ledger/`` (ignored by git, local sta
 
 * ``ledger.jsonl`` — append-only, one fsynced JSON line per change set that landed: its
   id, command, run id, ordinal, epoch and, per op, the path, the record id, ``write`` or
-  ``remove`` and the content hashes before and after (``null``: no file). The first line
+  ``remove`` and the content hashes before and after (``null``: no file); a rollback's
+  change set names the runs it undid (``rollback_of``). The first line
   of a new file is a ``start`` line: history before it is in git, not here.
 * ``blobs/<2 hex>/<64 hex>`` — content-addressed bytes: every record's bytes before and
   after each change, saved (fsynced) *before* the change set is journaled, so the bytes a
@@ -72,15 +73,23 @@ class Entry:
     ops: tuple[LedgerOp, ...]
     at: float = 0.0  # wall-clock seconds (local state: never in a record)
     seq: int = 0  # position in the ledger file (0-based, lines that parsed)
+    rollback_of: tuple[str, ...] = ()  # a rollback's change set: the runs it undid
 
     @property
     def landed(self) -> bool:
         return self.outcome == "landed"
 
+    @property
+    def is_rollback(self) -> bool:
+        """A rollback's change set (named by ``rollback_of``; before that field existed,
+        by its command)."""
+        return bool(self.rollback_of) or self.command == "knowledge rollback"
+
     def as_dict(self) -> dict[str, Any]:
         return {"v": VERSION, "type": "change", "id": self.id, "command": self.command,
                 "run_id": self.run_id, "ordinal": self.ordinal, "epoch": self.epoch,
                 "outcome": self.outcome, "at": self.at,
+                **({"rollback_of": list(self.rollback_of)} if self.rollback_of else {}),
                 "ops": [op.as_dict() for op in self.ops]}
 
 
@@ -107,7 +116,8 @@ def _entry(data: Any, seq: int) -> Entry:
                  run_id=None if run_id is None else str(run_id),
                  ordinal=None if ordinal is None else int(ordinal),
                  epoch=int(data["epoch"]), outcome=outcome, ops=ops,
-                 at=float(data.get("at", 0.0)), seq=seq)
+                 at=float(data.get("at", 0.0)), seq=seq,
+                 rollback_of=tuple(str(r) for r in data.get("rollback_of") or ()))
 
 
 def _opt_hash(value: Any) -> str | None:

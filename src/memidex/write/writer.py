@@ -151,12 +151,13 @@ class WriterSession:
 
     def apply(self, changes: Sequence[Change], *, command: str = "",
               step_id: str | None = None, run_id: str | None = None,
-              ordinal: int | None = None) -> list[bool]:
+              ordinal: int | None = None, rollback_of: Sequence[str] = ()) -> list[bool]:
         """Apply ``changes`` as one journaled change set; per change, whether it wrote.
 
         ``step_id`` names a model step (:meth:`Journal.save_answer`) that this change set
         completes; it is marked done once the change set committed. ``run_id`` and
-        ``ordinal`` name the learning run it belongs to; the ledger keeps them.
+        ``ordinal`` name the learning run it belongs to, ``rollback_of`` the runs a
+        rollback undoes; the ledger keeps them.
         """
         self._check_open()
         ops: list[Op] = []
@@ -182,7 +183,7 @@ class WriterSession:
         me = self.lease.me
         owner = Owner(me.pid, me.start, me.boot_id, me.host, self.epoch)
         cs = self.journal.begin(command, ops, owner, step_id, run_id=run_id,
-                                ordinal=ordinal)
+                                ordinal=ordinal, rollback_of=rollback_of)
         step("journal.written")
         self._touched = False
         try:
@@ -312,6 +313,7 @@ class WriterSession:
     def _entry(self, cs: ChangeSet, outcome: str, ops: Sequence[Op]) -> Entry:
         return Entry(id=cs.id, command=cs.command, run_id=cs.run_id, ordinal=cs.ordinal,
                      epoch=self.epoch, outcome=outcome, at=round(time.time(), 3),
+                     rollback_of=cs.rollback_of,
                      ops=tuple(LedgerOp(op.path, record_id_of(op.path), op.op, op.before,
                                         op.after) for op in ops))
 

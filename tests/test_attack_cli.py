@@ -1,0 +1,72 @@
+"""Hardening, the command line under attack: Ctrl-C in the middle of a rebuild (the parser
+processes included, as a terminal sends it to the whole process group) is exit 130 and
+one line — no traceback from the command or its workers — and the old index survives.
+
+A real corpus (bench/gen_corpus.py), a real rebuild with its process pool, a real SIGINT.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO_ROOT, run_cli
+
+INDEX = "agent-qa-knowledge/memory/index"
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """8,000 records (over the size where the rebuild forks its parser processes), with
+    an index built."""
+    bench = REPO_ROOT / "bench"
+    if str(bench) not in sys.path:
+        sys.path.insert(0, str(bench))
+    from gen_corpus import generate
+
+    from memidex.index.build import PARALLEL_MIN_FILES
+
+    root = tmp_path_factory.mktemp("corpus") / "repo"
+    n = 2 * PARALLEL_MIN_FILES
+    generate(n, root, seed=5, jobs=1)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    assert run_cli(root, "knowledge", "rebuild-index").returncode == 0
+    return root
+
+
+def test_ctrl_c_during_rebuild_index_is_exit_130_and_one_line(corpus: Path) -> None:
+    index = corpus / INDEX / "memidex.sqlite"
+    before = index.read_bytes()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMIDEX_")}
+    proc = subprocess.Popen([sys.executable, "-m", "memidex", "--root", str(corpus),
+                             "knowledge", "rebuild-index", "--jobs", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, start_new_session=True)
+    # Event-based: wait until the new build file is being filled (the parser processes
+    # are at work), then Ctrl-C the whole group.
+    deadline = time.monotonic() + 120
+    interrupted = False
+    while time.monotonic() < deadline and proc.poll() is None:
+        builds = list(index.parent.glob(".memidex.sqlite.build-*"))
+        if any(b.exists() and b.stat().st_size > 512 * 1024 for b in builds):
+            os.killpg(proc.pid, signal.SIGINT)
+            interrupted = True
+            break
+        time.sleep(0.002)
+    out, err = proc.communicate(timeout=120)
+    assert interrupted, "the rebuild finished before it could be interrupted"
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "interrupted" in lines[0], err
+    assert proc.returncode == 130, (proc.returncode, err)
+    time.sleep(0.2)  # the parser processes, told to stop, are gone
+    assert index.read_bytes() == before  # the old index survives
+    assert not list(index.parent.glob(".memidex.sqlite.build-*"))  # nothing left behind
+    doctor = run_cli(corpus, "doctor", "--json")
+    assert doctor.returncode == 0 and '"held": false' in doctor.stdout, doctor.stdout
