@@ -54,8 +54,10 @@ class Daemon:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 break
+            marker = root / KNOWLEDGE / "queue/daemon.json"  # it holds the lease
+            announced = marker.exists() and f'"pid": {self.proc.pid}' in marker.read_text()
             probe = cli(root, "doctor", "--json", warm="require")
-            if probe.returncode in (0, 1) and '"path": "warm"' in probe.stdout:
+            if announced and probe.returncode in (0, 1) and '"path": "warm"' in probe.stdout:
                 return
             time.sleep(0.05)
         self.proc.kill()
@@ -314,3 +316,43 @@ def test_one_warm_server_a_state_folder(repo: Path) -> None:
     assert not (repo / SOCKET).exists()
     assert second.start()
     second.stop()
+
+
+def test_runs_ingest_into_a_running_daemon_is_applied_by_it(tmp_path: Path) -> None:
+    """Issue 18: ``runs ingest`` while ``memidex daemon`` runs is applied by the daemon —
+    sent over the socket (warm) or queued by a one-shot process — and leaves what a
+    one-shot ingest without a daemon leaves."""
+    from learnkit import checkout, init_repo, records, write_run
+
+    runs = [write_run(tmp_path / "runs", checkout("r-1")),
+            write_run(tmp_path / "runs", checkout("r-2", search="flaky")),
+            write_run(tmp_path / "runs", checkout("r-3", place_order="enabled",
+                                                  build="v2"))]
+    with_daemon, alone = init_repo(tmp_path / "a"), init_repo(tmp_path / "b")
+    for root in (with_daemon, alone):  # (under a daemon a missing index is left missing)
+        cli(root, "knowledge", "rebuild-index", warm="0")
+    d = Daemon(with_daemon)
+    try:
+        first = cli(with_daemon, "runs", "ingest", str(runs[0]), "--json", warm="require")
+        assert first.returncode == 0, first.stderr
+        results = [json.loads(first.stdout),
+                   json.loads(cli(with_daemon, "runs", "ingest", str(runs[1]), "--json",
+                                  warm="0").stdout),
+                   json.loads(cli(with_daemon, "runs", "ingest",
+                                  os.path.relpath(runs[2], with_daemon), "--json",
+                                  warm="require").stdout)]
+        again = cli(with_daemon, "runs", "ingest", str(runs[0]), "--json", warm="require")
+        assert json.loads(again.stdout)["already_ingested"] is True
+        warm_search = cli(with_daemon, "knowledge", "search", "place order", "--json",
+                          warm="require").stdout
+    finally:
+        report = d.stop()
+    applied = report["applied"]
+    assert isinstance(applied, list)
+    assert [(a["command"], a["ok"]) for a in applied] == [("runs ingest", True)] * 3
+    expected = [json.loads(cli(alone, "runs", "ingest", str(r), "--json", warm="0").stdout)
+                for r in runs]
+    assert results == expected
+    assert records(with_daemon) == records(alone)
+    assert warm_search == cli(alone, "knowledge", "search", "place order", "--json",
+                              warm="0").stdout
