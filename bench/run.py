@@ -652,6 +652,29 @@ def main(argv: list[str] | None = None) -> int:
                  "(`python bench/retrieval/setup_models.py --cache DIR`, then "
                  "MEMIDEX_MODEL_CACHE_DIR=DIR)")
 
+        # --- the warm path: no daemon and memidex daemon, side by side (docs/warm.md) ---
+        import brief_bench
+        import warm_bench
+
+        note(f"the warm path: search, edit + search, brief, edit + brief, doctor x"
+             f"{args.cli_repeat}, with no daemon and with memidex daemon")
+        warm_tests = brief_bench._setup(corpus, args.n, args.seed, 20, prefix="warm-test")
+        warm = warm_bench.warm_figures(exe, corpus, cli_q, warm_tests, args.cli_repeat)
+        for key, name, t_cold, t_hot in warm_bench.FIGURES:
+            for side, label, target in (("no_daemon", "no daemon", t_cold),
+                                        ("daemon", "daemon", t_hot)):
+                runs = warm[side][key]
+                if key == "doctor":
+                    base, base_name, tgt = (quantile(warm[side]["search"], 0.5),
+                                            f"search, {label}", 2.0)
+                else:
+                    base, base_name, tgt = raw_cli_med, "raw CLI floor", target
+                figures.append(timed_figure(
+                    f"{name}, {label}", runs, "s", baseline_name=base_name, baseline=base,
+                    target=(f"<= {tgt:g}x", tgt * base) if tgt is not None else None))
+        for line in warm_bench.lines(warm, raw_cli_med, quantile):
+            print(line, file=out, flush=True)
+
         # --- learning: runs ingest (docs/learning.md) ----------------------------------
         from ingest_bench import TESTS, ingest_figures
 

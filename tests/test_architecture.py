@@ -66,6 +66,9 @@ RANK = {
     "masking": 2, "trust": 2,  # trust: pure arithmetic over records (docs/trust.md)
     "fence": 2,  # the untrusted-data fence: pure text, for briefs and model prompts
     "store": 3,
+    # the warm path's socket, protocol and file watcher: the standard library (and
+    # inotify_simple) only; the CLI serves its commands through it (cli/warmserve.py)
+    "warm": 3.2,
     "_testing": 3.5,  # the fault-injection seam: swaps a name in store.fsio, used by write
     "evidence": 3.6,  # the run-evidence format: schema, values, validation, loading
     "vectors": 3.8,  # embedding models, sparse tf-idf, hybrid ranking: pure, numpy lazily

@@ -29,7 +29,6 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if str(bench) not in sys.path:
         sys.path.insert(0, str(bench))
     from gen_corpus import generate
-
     from memidex.index.build import PARALLEL_MIN_FILES
 
     root = tmp_path_factory.mktemp("corpus") / "repo"

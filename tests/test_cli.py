@@ -276,7 +276,10 @@ def test_doctor_json_reports_health_and_c_loader(repo: Path) -> None:
     run_cli(repo, "knowledge", "rebuild-index", check=True)
     report = json.loads(run_cli(repo, "doctor", "--json", check=True).stdout)
     assert report["healthy"] is True and report["level"] == "lexical-only"
-    assert report["index"]["quick_check"] == "ok"
+    assert report["index"]["quick_check"] == "skipped"  # O(N): only with --deep
+    assert report["serving"] == {"path": "one-shot", "reason": report["serving"]["reason"]}
+    deep = json.loads(run_cli(repo, "doctor", "--deep", "--json", check=True).stdout)
+    assert deep["index"]["quick_check"] == "ok" and deep["healthy"] is True
     from memidex.index.schema import SCHEMA_VERSION
 
     assert report["index"]["schema_version"] == SCHEMA_VERSION

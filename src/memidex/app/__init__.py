@@ -298,9 +298,10 @@ class Memidex:
         """``knowledge check``: every record and policy validated from the files."""
         return self._health.check()
 
-    def doctor(self) -> DoctorReport:
-        """``doctor``: the search level, index health, staleness, errors, the lease."""
-        return self._health.doctor()
+    def doctor(self, *, deep: bool = False) -> DoctorReport:
+        """``doctor``: the search level, index health, staleness, errors, the lease
+        (``deep``: and SQLite's ``quick_check`` of every page of the index)."""
+        return self._health.doctor(deep=deep)
 
     def health_status(self) -> HealthStatus:
         """What ``doctor`` reports at no O(N) cost: level, index as opened, lease."""

@@ -11,7 +11,6 @@ brought up to date after the job, the lease released.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -98,13 +97,14 @@ class Learning:
         self.store.check_write_folders()
         # The same run again, or the same id with other content: answered before the
         # lease, so a no-op writes nothing at all (not even the lease's files).
-        early = already(RunStore(self.config), run, digest_of(run))
+        digest = digest_of(run)
+        early = already(RunStore(self.config), run, digest)
         if early is not None:
             forget_notes(self.config, run.run_id)
             return early
         floor = self.reading.ordinal_floor(run.product)  # before the lease: the index
         job = Job(INGEST, "runs ingest", lambda: {"run": run.as_dict(), "floor": floor},
-                  local={"run": run, "floor": floor, "progress": progress})
+                  local={"run": run, "floor": floor, "progress": progress, "digest": digest})
         try:
             out = self.route.run(job, wait=self.wait(), no_wait=no_wait)
         finally:
@@ -136,9 +136,10 @@ class Learning:
                   product: str | None, run_id: str | None) -> Run:
         """The run in ``source`` read, masked and validated, as :meth:`ingest` reads it."""
         from memidex.evidence import check_regular_file, decode_run, read_run_bytes
-        from memidex.importers import probe
+        from memidex.importers import check_size, probe
 
         check_regular_file(source)  # a FIFO would block this command (or an MCP worker)
+        check_size(source)  # a file too big for either is refused before it is read
         if fmt == "evidence" or (fmt == "auto" and probe(source) == "evidence"):
             data = decode_run(read_run_bytes(source), source=str(source))
             file_product = data.get("product") if isinstance(data, dict) else None
@@ -148,12 +149,14 @@ class Learning:
                                  f"--product {product!r}",
                                  hint="a run file names its product; leave --product out, "
                                  "or fix the file's `product`")
-        else:
+            masked = False
+        else:  # read as a stream, every string masked by the importer already
             data = self.import_report(source, fmt=fmt, product=product, run_id=run_id,
                                       build_tag=build_tag, ci=ci).evidence
+            masked = True
         return prepare_run(data, source=str(source), masker=self.masker(),
                            build_tag=build_tag, ci=ci or env_ci(),
-                           default_build_tag=self.config.build_tag)
+                           default_build_tag=self.config.build_tag, masked=masked)
 
     def import_report(self, source: Path, *, fmt: str = "auto", product: str | None = None,
                       run_id: str | None = None, build_tag: str | None = None,
@@ -426,15 +429,19 @@ class Learning:
 
 
 def prepare_run(data: Any, *, source: str, masker: Masker, build_tag: str | None = None,
-                ci: bool = False, default_build_tag: str | None = None) -> Run:
-    """The run in ``data`` (decoded JSON), masked first, then validated; ``build_tag`` (a
-    flag) replaces the file's, ``default_build_tag`` (config, environment) fills a
-    missing one, ``ci`` marks it a CI run."""
+                ci: bool = False, default_build_tag: str | None = None,
+                masked: bool = False) -> Run:
+    """The run in ``data`` (decoded JSON), masked first (``masked``: it is already — a
+    report's evidence, which the importer masked string by string: no second copy of a
+    big run), then validated; ``build_tag`` (a flag) replaces the file's,
+    ``default_build_tag`` (config, environment) fills a missing one, ``ci`` marks it a CI
+    run."""
     from memidex.evidence import RunEvidenceError, Violation, build_run, validate_run
 
     try:
-        data = _mask(data, masker)
-        json.dumps(data, ensure_ascii=False).encode("utf-8")
+        if not masked:
+            data = _mask(data, masker)
+        _encodable(data)
     except RecursionError:
         raise InvalidInputError(f"{source}: the run is nested too deeply",
                                 hint="a run file is one JSON object (docs/runs.md)") from None
@@ -453,6 +460,24 @@ def prepare_run(data: Any, *, source: str, masker: Masker, build_tag: str | None
     if violations:
         raise RunEvidenceError(source, violations)
     return build_run(data)  # validated once, above
+
+
+def _encodable(value: Any) -> None:
+    """Raise :class:`UnicodeEncodeError` for a string that is not text (a lone UTF-16
+    surrogate) anywhere in ``value`` — string by string, never the whole run as one."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if not v.isascii():
+                v.encode("utf-8")
+        elif isinstance(v, dict):
+            for k, item in v.items():
+                stack.append(item)
+                if isinstance(k, str):
+                    stack.append(k)
+        elif isinstance(v, list):
+            stack.extend(v)
 
 
 def _mask(value: Any, masker: Masker) -> Any:

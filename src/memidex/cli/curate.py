@@ -193,7 +193,9 @@ def daemon(
         sys.stderr.write(line + "\n")
         sys.stderr.flush()
 
-    with memidex(wait=wait) as m:
+    from memidex.cli.warmserve import serving
+
+    with memidex(wait=wait) as m, serving(m.config.root, log=log, enabled=not once):
         report = m.daemon(once=once, log=log)
     if json_out:
         from memidex.cli.render import print_json

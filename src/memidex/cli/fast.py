@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from memidex.app import Memidex
 
 __all__ = ["BriefArgs", "RebuildArgs", "SearchArgs", "open_memidex", "parse_fast",
-           "run_brief", "run_fast", "run_rebuild", "run_search"]
+           "run_brief", "run_fast", "run_rebuild", "run_search", "warm_facade"]
 
 
 @dataclass
@@ -172,11 +172,46 @@ def parse_fast(argv: Sequence[str]) -> Args | None:
     return args
 
 
+_WARM: list[Memidex | None] = [None]
+
+
+class _Borrowed:
+    """The warm server's facade, lent to one command: closing it keeps it open."""
+
+    def __init__(self, m: Memidex) -> None:
+        self._m = m
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._m, name)
+
+    def __enter__(self) -> _Borrowed:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+def warm_facade(m: Memidex | None) -> None:
+    """While set, every command of this process gets ``m`` (a warm server's facade, kept
+    open across commands; its root and configuration checked by the server)."""
+    _WARM[0] = m
+
+
 def open_memidex(root: Path | None, *, reading: bool = False, wait: float = 10.0,
                  strict_config: bool = True) -> Memidex:
     """The facade for one command. A reading command starts the staleness check's git
     call before the heavier imports, so the two overlap. ``strict_config=False``
-    (``doctor``, ``check``): a bad key of memidex.toml is reported, not refused."""
+    (``doctor``, ``check``): a bad key of memidex.toml is reported, not refused. In a
+    warm server, the server's facade (:func:`warm_facade`)."""
+    warm = _WARM[0]
+    if warm is not None:
+        from typing import cast
+
+        warm.wait = wait
+        return cast("Memidex", _Borrowed(warm))
     from memidex.config import load_config
 
     config = load_config(root, strict=strict_config)

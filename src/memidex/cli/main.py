@@ -1,6 +1,8 @@
 """The ``memidex`` entry point, and the one place that turns an error into an exit code.
 
-A plain ``knowledge search`` or ``knowledge rebuild-index`` runs through
+A reading command (and ``runs ingest``) is first offered to a warm server, a running
+``memidex daemon`` that answers it with the same bytes (:mod:`memidex.warm`). A plain
+``knowledge search`` or ``knowledge rebuild-index`` runs through
 :mod:`memidex.cli.fast` without importing typer or rich; every other command line goes
 to the typer application in :mod:`memidex.cli.commands`. Either way each
 :class:`MemidexError` becomes one ``error:`` line (and a ``hint:`` line) on stderr and
@@ -13,21 +15,26 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
 
-from memidex.errors import (
-    EXIT_INTERRUPTED,
-    EXIT_PROBLEMS,
-    EXIT_USAGE,
-    MemidexError,
-    ProblemsFound,
-)
+TYPE_CHECKING = False  # not `typing`'s, nor memidex.errors at the top: a warm command
+if TYPE_CHECKING:      # imports neither (~15 ms)
+    from typing import Any
+
+    from memidex.errors import MemidexError
 
 __all__ = ["main", "run", "wants_json"]
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI and return its exit code (tests call this directly)."""
+    """Run the CLI and return its exit code (tests call this directly). A real command
+    line (``argv`` None) is first offered to a warm server (:mod:`memidex.warm.client`);
+    when none answers, it runs here."""
+    if argv is None:
+        from memidex.warm.client import run_warm
+
+        code = run_warm(sys.argv[1:])
+        if code is not None:
+            return code
     from memidex.cli.fast import parse_fast, run_fast
 
     args_list = sys.argv[1:] if argv is None else argv
@@ -58,8 +65,10 @@ def wants_json(argv: Sequence[str]) -> bool:
 def _typer(argv: list[str] | None, *, json_out: bool | None = None) -> int | None:
     """Run the typer application. ``json_out=None``: click's standalone mode (it prints a
     usage error and exits 2 itself); else the same, plus the JSON error object."""
+    from memidex.cli import warmserve
     from memidex.cli.commands import STATE, app
 
+    warmserve.RUN_COMMAND[0] = main  # a daemon serves commands warm through this
     STATE.root = None
     if json_out is None:
         app(args=argv, prog_name="memidex", standalone_mode=True)
@@ -82,6 +91,8 @@ def _typer(argv: list[str] | None, *, json_out: bool | None = None) -> int | Non
         _report(json_out, "UsageError", usage.format_message(), hint, usage.exit_code)
         return int(usage.exit_code)
     except typer.Abort:
+        from memidex.errors import EXIT_PROBLEMS
+
         sys.stderr.write("Aborted!\n")
         return EXIT_PROBLEMS
     return code if isinstance(code, int) else None
@@ -110,6 +121,8 @@ def _misplaced(message: str, argv: Sequence[str] | None) -> str | None:
 
 def _mapped(command: Callable[[], int | None], json_out: bool = False) -> int:
     """Run ``command``; usage errors are click's (exit 2), the rest are mapped here."""
+    from memidex.errors import EXIT_INTERRUPTED, EXIT_PROBLEMS, EXIT_USAGE, MemidexError
+
     try:
         return command() or 0
     except SystemExit as exc:
@@ -132,6 +145,8 @@ def _mapped(command: Callable[[], int | None], json_out: bool = False) -> int:
 def _report_error(exc: MemidexError, json_out: bool) -> int:
     """``exc`` reported (:func:`_report`; a :class:`ProblemsFound`'s hint only in the
     JSON: its report is above); its exit code."""
+    from memidex.errors import ProblemsFound
+
     _report(json_out, type(exc).__name__, exc.message, exc.hint, exc.exit_code,
             show_hint=not isinstance(exc, ProblemsFound))
     return exc.exit_code

@@ -147,7 +147,9 @@ def doctor(report: dict[str, Any]) -> None:
     idx = report["index"]
     c.print(f"index: {_t(idx['path'])}")
     if idx.get("ok"):
-        c.print(f"  quick_check ok, schema {idx['schema_version']}, {idx['records']} records, "
+        check = ("quick_check skipped (`memidex doctor --deep` runs it)"
+                 if idx.get("quick_check") == "skipped" else "quick_check ok")
+        c.print(f"  {check}, schema {idx['schema_version']}, {idx['records']} records, "
                 f"{idx['policies']} policies")
         st = idx["staleness"]
         c.print(f"  staleness: {st['method']} — {_t(st['how'])}")
@@ -185,6 +187,12 @@ def doctor(report: dict[str, Any]) -> None:
     if pending:
         c.print(f"  [yellow]{pending} journaled change set(s) to finish on the next "
                 "write[/yellow]")
+    served = report.get("serving") or {}
+    if served.get("path") == "warm":
+        c.print(f"served by: the warm server, pid {served.get('pid')} "
+                f"({_t(str(served.get('watch') or ''))})")
+    elif served:
+        c.print(f"served by: this process (one-shot; {_t(str(served.get('reason')))})")
     y = report["yaml"]
     c.print(f"yaml: {y['loader']}" + (f" — [yellow]{_t(y['note'])}[/yellow]"
                                       if y["note"] else ""))

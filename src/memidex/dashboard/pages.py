@@ -150,7 +150,7 @@ _STATUS_ORDER = {s: i for i, s in enumerate(
 
 
 def health(m: Memidex, r: Req) -> Page:
-    report = m.doctor()
+    report = m.doctor(deep=True)  # the full check: quick_check too
     return Page("health.html", "doctor", {"report": report, "data": report.to_json()})
 
 

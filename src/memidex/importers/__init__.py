@@ -48,6 +48,7 @@ __all__ = [
     "MAX_REPORT_BYTES",
     "VERIFIED_ANNOTATION",
     "EmptyReportError",
+    "check_size",
     "ImportResult",
     "ReportError",
     "import_report",
@@ -55,8 +56,10 @@ __all__ = [
     "report_run_id",
 ]
 
-MAX_REPORT_BYTES = 1024 * 1024 * 1024
-"""A report this big or bigger is refused before it is read."""
+MAX_REPORT_BYTES = 256 * 1024 * 1024
+"""A report this big or bigger is refused before it is read (docs/import.md): its run
+evidence, frozen by ``runs ingest``, and the ingest's memory (about 3-4 times the report
+at its peak, for a report of steps) stay bounded."""
 MAX_TESTS = 100_000
 COUNT_KEYS = ("tests", "passed", "failed", "flaky", "skipped")
 CTRF_COUNTED = {k: k for k in ("passed", "failed", "flaky", "skipped")}
@@ -115,14 +118,24 @@ def _check_flags(product: str, run_id: str | None, build_tag: str | None,
                              hint="it is an identifier: use another one")
 
 
+def check_size(path: Path, max_bytes: int = MAX_REPORT_BYTES) -> None:
+    """Refuse a report of ``max_bytes`` or more from its size, before reading anything."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return  # the reading says why
+    if size >= max_bytes:
+        raise ReportError(f"{path}: the report is {size:,} bytes; the limit is "
+                          f"{max_bytes:,} bytes",
+                          hint="split the run (e.g. Playwright's --shard) and import each "
+                          "part, or leave inline attachments out of the JSON reporter")
+
+
 def _digest(path: Path, max_bytes: int) -> str:
     """The SHA-256 of the file, read in chunks (the size refused before reading)."""
     source = str(path)
     try:
-        size = path.stat().st_size
-        if size >= max_bytes:
-            raise ReportError(f"{source}: the report is {size} bytes; the limit is "
-                              f"{max_bytes} bytes")
+        check_size(path, max_bytes)
         digest = hashlib.sha256()
         with path.open("rb") as fh:
             while chunk := fh.read(1 << 20):
@@ -197,6 +210,7 @@ def import_report(path: Path, *, product: str, root: Path, fmt: str = "auto",
                                                             "secrets.yaml")
     _check_flags(product, run_id, build_tag, fmt, masker)
     source = str(path)
+    check_size(path, max_bytes)
     found = probe(path)
     if found == "evidence":
         raise ReportError(f"{source}: this is run evidence (docs/runs.md), not a runner's "

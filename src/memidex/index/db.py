@@ -346,12 +346,12 @@ class IndexDB:
 
     def introspect(self) -> dict[str, Any]:
         """What ``doctor`` prints about the file: the migrations applied and each table's
-        (or view's) row count, read through ``sqlite_utils``'s introspection."""
-        import sqlite_utils
-
-        db = sqlite_utils.Database(self.conn, recursive_triggers=False)
+        (or view's) row count. Plain SQL: ``sqlite_utils``' introspection gave the same
+        and cost every one-shot ``doctor`` ~80 ms of imports."""
+        c = self.conn
         try:
-            present = set(db.table_names()) | set(db.view_names())
+            present = {row[0] for row in c.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
             counts: dict[str, int | None] = {}
             for name in TABLES:
                 if name not in present:
@@ -362,9 +362,11 @@ class IndexDB:
                 if name in ("records_vocab", "records_vocab_i") or name in VIEWS:
                     counts[name] = None
                 else:
-                    counts[name] = db.table("records_fts_docsize" if name == "records_fts"
-                                            else name).count
-            migrations = [row["name"] for row in db["migrations"].rows_where(order_by="seq")]
+                    table = "records_fts_docsize" if name == "records_fts" else name
+                    counts[name] = int(c.execute(f'SELECT count(*) FROM "{table}"'
+                                                 ).fetchone()[0])
+            migrations = [row[0] for row in c.execute(
+                "SELECT name FROM migrations ORDER BY seq")] if "migrations" in present else []
         except SQLITE_ERRORS as exc:
             raise sqlite_error(exc) from None
         return {"migrations": migrations, "tables": counts,

@@ -243,11 +243,16 @@ def problems(db: IndexDB) -> list[tuple[str, int, str]]:
 
 @translating
 def duplicate_ids(db: IndexDB) -> list[tuple[str, list[str]]]:
+    """Ids held by more than one record file, each with its paths in order. The ids
+    first, from the covering index on ``records(id)`` (a sort of every row's path cost
+    ``doctor`` ~0.3 s at 100,000 records); then the paths of those few."""
     out = []
-    for rid, paths in db.conn.execute(
-            "SELECT id, group_concat(path, char(10)) FROM (SELECT id, path FROM records"
-            " ORDER BY id, path) GROUP BY id HAVING count(*) > 1 ORDER BY id"):
-        out.append((rid, paths.split("\n")))
+    dups = [row[0] for row in db.conn.execute(
+        "SELECT id FROM records GROUP BY id HAVING count(*) > 1 ORDER BY id")]
+    for rid in dups:
+        paths = [row[0] for row in db.conn.execute(
+            "SELECT path FROM records WHERE id = ? ORDER BY path", (rid,))]
+        out.append((rid, paths))
     return out
 
 

@@ -21,6 +21,15 @@ Two methods, reported by ``doctor``:
     Any other file is byte for byte what git has, as it was when the index last looked.
 ``stat``
     No git, or some files git cannot see (ignored): every file is a suspect.
+``watch``
+    A long-lived process (the warm server, :mod:`memidex.warm`) registered a watcher of
+    the record and policy folders (:func:`watch`): the suspects are the paths it saw
+    change since the last look, read synchronously from the kernel's queue, so an edit
+    that finished before the look is always among them. It answers only over a git
+    snapshot it answered before itself (the index's ``snapshot`` is exactly the one it
+    left), and keeps that snapshot's claims true for the next one-shot command by adding
+    every path it saw to ``named``; anything else — the first look, a lost event, another
+    process's refresh or rebuild, too many named paths — falls back to ``git`` or ``stat``.
 
 The caller then stats each suspect, and hashes it only when its stat differs from what
 the index recorded (or is too recent to trust).
@@ -32,18 +41,22 @@ import json
 import os
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from memidex.store import visibility
 
-__all__ = ["MAX_GIT_SUSPECTS", "RACY_NS", "Snapshot", "Suspects", "discard_prefetch",
-           "prefetch", "suspects", "take_snapshot"]
+__all__ = ["MAX_GIT_SUSPECTS", "MAX_WATCH_NAMED", "RACY_NS", "Snapshot", "Suspects", "Watch",
+           "discard_prefetch", "prefetch", "suspects", "take_snapshot", "unwatch", "watch"]
 
 RACY_NS = 2_000_000_000
 """A file or folder modified this close to a look may change again within its mtime tick."""
 MAX_GIT_SUSPECTS = 5000
 """Past this many suspects a full stat scan is cheaper than looking at each."""
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+MAX_WATCH_NAMED = 1000
+"""Past this many named paths the watch method asks git again (which names only the
+files that differ from git's index), so the snapshot stays small for one-shot commands."""
 
 
 @dataclass
@@ -232,10 +245,78 @@ def _finish(proc: subprocess.Popen[bytes] | None) -> set[str] | None:
     return None if proc.returncode != 0 else _names(out.decode("utf-8", "surrogateescape"))
 
 
+class Watch(Protocol):
+    """A watcher of the record and policy folders (:class:`memidex.warm.watch.Watcher`)."""
+
+    def drain(self) -> set[str] | None:
+        """Root-relative record and policy paths changed since the last drain, read now
+        (every change that finished before the call is among them); ``None`` when events
+        may have been lost (the caller then looks the slow way)."""
+        ...  # pragma: no cover - a protocol
+
+
+@dataclass
+class _Watched:
+    watch: Watch
+    tops: tuple[str, ...]
+    # The snapshot JSON the index may hold after the last answer: the one answered, or the
+    # one it held, when the refresh had no reason to write (see refresh.refresh).
+    expect: set[str] = field(default_factory=set)
+
+
+_WATCHED: dict[str, _Watched] = {}
+
+
+def watch(root: str, tops: list[str], watcher: Watch) -> None:
+    """Let ``watcher`` name the suspects of ``root`` in this process (see ``watch`` in the
+    module docstring) until :func:`unwatch`."""
+    _WATCHED[root] = _Watched(watcher, tuple(tops))
+
+
+def unwatch(root: str) -> None:
+    _WATCHED.pop(root, None)
+
+
+def _racy(snap: Snapshot) -> bool:
+    limit = snap.scan_ns - RACY_NS
+    return snap.git_index_mtime >= limit or any(m >= limit for m in snap.dirs.values())
+
+
+def _kept(old: Snapshot | None, new: Snapshot) -> set[str]:
+    """What the index holds after a refresh answered ``new`` over ``old``: ``new``, or
+    ``old`` when nothing changed and the refresh writes nothing (the same rule as
+    :func:`memidex.index.refresh.refresh`)."""
+    kept = {new.to_json()}
+    if old is not None and old.same_state(new) and not _racy(old):
+        kept.add(old.to_json())
+    return kept
+
+
 def suspects(root: str, tops: list[str], snap: Snapshot | None, *,
              generation: str | None = None) -> Suspects:
     """The paths to look at since ``snap`` (see the module docstring). ``generation``:
     the visibility generation the caller holds the shared lock under."""
+    watched = _WATCHED.get(root)
+    if watched is None or watched.tops != tuple(tops):
+        return _looked(root, tops, snap, generation)
+    changed = watched.watch.drain()  # first: what changes after it, the next drain names
+    if changed is not None and snap is not None and snap.method == "git" and \
+            snap.to_json() in watched.expect:
+        named = set(snap.named) | changed
+        if len(named) <= MAX_WATCH_NAMED:
+            nxt = replace(snap, named=sorted(named))
+            watched.expect = _kept(snap, nxt)
+            return Suspects(method="watch", paths=set(changed), verify=set(changed),
+                            snapshot=nxt, reason="watched")
+    sus = _looked(root, tops, snap, generation)
+    watched.expect = _kept(snap, sus.snapshot) if (sus.snapshot is not None and
+                                                   not sus.full) else set()
+    return sus
+
+
+def _looked(root: str, tops: list[str], snap: Snapshot | None,
+            generation: str | None) -> Suspects:
+    """The suspects by asking git (or every file, without a git snapshot)."""
     if snap is None or snap.method != "git":
         return Suspects(method="stat", full=True, reason="no git snapshot")
     now = time.time_ns()

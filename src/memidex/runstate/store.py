@@ -162,7 +162,8 @@ class RunStore:
         """Write the frozen run (durable) — once: an existing file is never replaced."""
         if frozen.path.exists():
             raise InvalidInputError(f"{frozen.path} exists: a frozen run is never rewritten")
-        writer.put(frozen.path, dump_json(frozen.as_dict(), indent=1))
+        # compact: the C encoder (an indented dump is Python's, ~5x the time and memory)
+        writer.put(frozen.path, dump_json(frozen.as_dict()))
 
     # --- results ---
 

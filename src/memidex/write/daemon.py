@@ -7,6 +7,10 @@ other commands queue in ``queue/corrections/`` (:mod:`memidex.write.inbox`) — 
 ingests, rollbacks, proposals decided — each through the fenced writer. It heartbeats
 the lease all along (the lease's own thread).
 
+The ``memidex daemon`` command also serves the CLI's reading commands (and ``runs
+ingest``) warm meanwhile (:mod:`memidex.warm`): a ``runs ingest`` sent to it queues its
+job here like any other, from another thread of the same process.
+
 It stops cleanly on SIGTERM or SIGINT (after the item it is applying), removing
 ``daemon.json`` and releasing the lease, so the next writer gets it at once. When it
 finds it lost the lease — paused past the TTL and taken over, say — it applies nothing
@@ -35,9 +39,12 @@ if TYPE_CHECKING:
     from memidex.write.jobs import Handler
     from memidex.write.writer import WriterSession
 
-__all__ = ["DaemonReport", "run_daemon"]
+__all__ = ["HURRY", "DaemonReport", "run_daemon"]
 
 POLL_SECONDS = 0.05
+HURRY = threading.Event()
+"""Set while a command of this process waits for the daemon (the warm server running a
+``runs ingest``): the daemon then looks at its inbox ten times as often."""
 
 
 @dataclass
@@ -140,7 +147,7 @@ def run_daemon(store: Store, *, wait: float, ttl: float, once: bool = False,
                 if once:
                     why.append("once")
                     break
-                stop.wait(poll)
+                stop.wait(poll / 10 if HURRY.is_set() else poll)
         finally:
             remove_daemon_file(store.queue_dir, epoch)
     report.stopped = why[0] if why else "stop"

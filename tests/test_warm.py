@@ -1,0 +1,358 @@
+"""The warm path (issue 21): a running ``memidex daemon`` answers the CLI's reading
+commands (and ``runs ingest``) over its socket with the bytes a one-shot run prints; an
+edit is always seen by the next command; a killed daemon costs one failed connect.
+
+Real processes throughout: the daemon is ``python -m memidex daemon``, the commands are
+``python -m memidex ...`` with ``MEMIDEX_WARM=require`` (a command the daemon did not
+answer fails) or ``MEMIDEX_WARM=0`` (the one-shot path), compared byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import git, make_record, write_record
+
+KNOWLEDGE = "agent-qa-knowledge/memory"
+FACTS = f"{KNOWLEDGE}/records/fact"
+SOCKET = ".agent-qa/warm.sock"
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMIDEX_")}
+    env.update(extra)
+    return env
+
+
+def cli(root: Path, *args: str, warm: str, cwd: Path | None = None,
+        **env: str) -> subprocess.CompletedProcess[str]:
+    """``memidex ARGS`` in ``root``; ``warm``: ``require`` or ``0`` (MEMIDEX_WARM)."""
+    return subprocess.run([sys.executable, "-m", "memidex", *args], cwd=cwd or root,
+                          capture_output=True, text=True, check=False,
+                          env=_env(MEMIDEX_WARM=warm, **env))
+
+
+class Daemon:
+    """``memidex daemon --json`` in ``root``, serving once its socket answers."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.proc = subprocess.Popen([sys.executable, "-m", "memidex", "daemon", "--json"],
+                                     cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, env=_env())
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                break
+            marker = root / KNOWLEDGE / "queue/daemon.json"  # it holds the lease
+            announced = marker.exists() and f'"pid": {self.proc.pid}' in marker.read_text()
+            probe = cli(root, "doctor", "--json", warm="require")
+            if announced and probe.returncode in (0, 1) and '"path": "warm"' in probe.stdout:
+                return
+            time.sleep(0.05)
+        self.proc.kill()
+        raise AssertionError(f"the daemon did not serve: {self.proc.communicate()}")
+
+    def stop(self) -> dict[str, object]:
+        self.proc.send_signal(signal.SIGTERM)
+        out, err = self.proc.communicate(timeout=20)
+        assert self.proc.returncode == 0, err
+        report: dict[str, object] = json.loads(out)
+        return report
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.communicate(timeout=20)
+
+
+@pytest.fixture
+def daemon(repo: Path) -> Iterator[Daemon]:
+    d = Daemon(repo)
+    try:
+        yield d
+    finally:
+        if d.proc.poll() is None:
+            d.kill()
+
+
+def _records(repo: Path) -> list[str]:
+    ids = []
+    for i, (title, body) in enumerate([
+            ("Place order is disabled", "The Place order button waits for the terms box."),
+            ("Coupon field trims spaces", "A coupon code with spaces is trimmed, then checked."),
+            ("Cart badge counts items", "The badge shows the number of items, not lines.")]):
+        r = make_record(anchor=f"el:button:b{i}", title=title, body=body,
+                        anchors=("page:/checkout", "test:checkout-happy-path"))
+        write_record(repo, r)
+        ids.append(r.id)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "records")
+    return ids
+
+
+def _same(repo: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The command warm and one-shot: identical stdout, stderr and exit code."""
+    warm = cli(repo, *args, warm="require", cwd=cwd)
+    cold = cli(repo, *args, warm="0", cwd=cwd)
+    assert (warm.returncode, warm.stdout, warm.stderr) == \
+        (cold.returncode, cold.stdout, cold.stderr), args
+    return warm
+
+
+def test_reading_commands_print_the_same_bytes_warm(repo: Path) -> None:
+    ids = _records(repo)
+    cli(repo, "knowledge", "rebuild-index", warm="0")
+    d = Daemon(repo)
+    try:
+        mode = stat.S_IMODE(os.stat(repo / SOCKET).st_mode)
+        assert stat.S_ISSOCK(os.stat(repo / SOCKET).st_mode) and mode == 0o600
+        for args in (["knowledge", "search", "coupon"],
+                     ["knowledge", "search", "place order", "--json"],
+                     ["knowledge", "search", "order", "--near", "page:/checkout", "--json"],
+                     ["--root", str(repo), "knowledge", "search", "badge", "-n", "1"],
+                     ["knowledge", "search", "nothing-matches-this"],
+                     ["knowledge", "search", "x", "--status", "bogus"],  # a usage error
+                     ["knowledge", "search", "x", "--status", "bogus", "--json"],
+                     ["knowledge", "show", ids[0]], ["knowledge", "show", ids[1], "--json"],
+                     ["knowledge", "show", ids[2], "--raw"],
+                     ["knowledge", "show", "fact-nope"],  # not found: an error
+                     ["knowledge", "list"], ["knowledge", "list", "--json"],
+                     ["knowledge", "list", "--format", "csv"],
+                     ["--quiet", "knowledge", "list", "--kind", "fact"],
+                     ["brief", "checkout-happy-path", "--anchor", "page:/checkout"],
+                     ["brief", "checkout-happy-path", "--json", "--no-record"]):
+            out = _same(repo, *args)
+            if args == ["knowledge", "show", "fact-nope"]:
+                assert out.returncode == 2 and out.stderr.startswith("error: no record")
+        # from a subfolder, the root found by walking up
+        _same(repo, "knowledge", "search", "coupon", "--json", cwd=repo / KNOWLEDGE)
+        warm = json.loads(cli(repo, "doctor", "--json", warm="require").stdout)
+        cold = json.loads(cli(repo, "doctor", "--json", warm="0").stdout)
+        assert warm.pop("serving")["path"] == "warm"
+        assert cold.pop("serving") == {"path": "one-shot", "reason": "MEMIDEX_WARM=0"}
+        # doctor says who answered, and how that process found changed files: only that
+        assert warm["index"].pop("staleness")["method"] == "watch"
+        assert cold["index"].pop("staleness")["method"] == "git"
+        for doc in (warm, cold):
+            doc["lease"].pop("heartbeat_age_seconds")  # a clock, read at each run
+        assert warm == cold
+        text = [cli(repo, "doctor", warm=w).stdout.splitlines() for w in ("require", "0")]
+        differ = [(a, b) for a, b in zip(*text, strict=True) if a != b]
+        assert [a.split(":")[0].strip() for a, _ in differ
+                if not a.startswith("lease:")] == ["staleness", "served by"]
+        # a help, or a command a warm server does not take, runs here as before
+        assert cli(repo, "knowledge", "search", "--help", warm="require").returncode == 0
+        assert cli(repo, "knowledge", "check", warm="require").returncode == 0
+    finally:
+        report = d.stop()
+    assert report["stopped"] == "SIGTERM"
+    assert not (repo / SOCKET).exists()  # removed on a clean stop
+
+
+def test_an_edit_is_always_seen_by_the_next_command(repo: Path) -> None:
+    ids = _records(repo)
+    cli(repo, "knowledge", "rebuild-index", warm="0")
+    daemon = Daemon(repo)
+    try:
+        _edits(repo, ids)
+    finally:
+        daemon.stop()
+
+
+def _edits(repo: Path, ids: list[str]) -> None:
+    path = repo / FACTS / f"{ids[0]}.md"
+    original = path.read_bytes()
+    for i in range(12):
+        token = f"warmedit{i}x"
+        how = i % 4
+        if how == 0:  # appended in place: the folder's mtime does not move
+            with path.open("ab") as f:
+                f.write(f" {token}\n".encode())
+        elif how == 1:  # written to a temporary name and renamed over it
+            tmp = path.with_name(".edit.tmp")
+            tmp.write_bytes(original.replace(b"terms box.", f"terms box {token}.".encode()))
+            os.rename(tmp, path)
+        elif how == 2:  # a new record
+            write_record(repo, make_record(anchor=f"el:link:new{i}", title=f"New {token}"))
+        else:  # truncated and rewritten in place, the same size as before
+            text = original.replace(b"waits", token[:5].encode())
+            with path.open("r+b") as f:
+                f.truncate(0)
+                f.write(text)
+            token = token[:5]
+        out = cli(repo, "knowledge", "search", token, "--json", warm="require")
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)["results"], (i, how, token)
+        path.write_bytes(original)
+        out = cli(repo, "knowledge", "search", token, "--json", warm="require")
+        hits = [h["title"] for h in json.loads(out.stdout)["results"]]
+        assert hits == ([f"New {token}"] if how == 2 else []), (i, how, hits)
+    # a record deleted, a new kind folder, a policy file: all seen at once
+    path.unlink()
+    out = cli(repo, "knowledge", "show", ids[0], warm="require")
+    assert out.returncode == 2 and out.stderr.startswith("error: no record"), out.stderr
+    write_record(repo, make_record(kind="caution", anchor="el:button:warm",
+                                   title="Caution warmfolder"))
+    out = cli(repo, "knowledge", "search", "warmfolder", "--json", warm="require")
+    assert [h["kind"] for h in json.loads(out.stdout)["results"]] == ["caution"]
+    doctor = json.loads(cli(repo, "doctor", "--json", warm="require").stdout)
+    assert doctor["index"]["matches_files"] is True and doctor["healthy"] is True
+
+
+def test_what_the_daemon_refreshed_is_seen_by_one_shot_commands_after_it(
+        repo: Path) -> None:
+    """The warm index names every path it refreshed in the staleness snapshot, so a
+    change put back while no daemon runs (git checkout restores the committed file,
+    which git then sees as clean) is still looked at by the next one-shot command."""
+    ids = _records(repo)
+    cli(repo, "knowledge", "rebuild-index", warm="0")
+    path = repo / FACTS / f"{ids[1]}.md"
+    d = Daemon(repo)
+    try:
+        with path.open("ab") as f:
+            f.write(b" revertedtoken\n")
+        out = cli(repo, "knowledge", "search", "revertedtoken", "--json", warm="require")
+        assert json.loads(out.stdout)["results"]
+    finally:
+        d.stop()
+    git(repo, "checkout", "-q", "--", str(path.relative_to(repo)))
+    out = cli(repo, "knowledge", "search", "revertedtoken", "--json", warm="0")
+    assert json.loads(out.stdout)["results"] == []
+    out = cli(repo, "knowledge", "search", "coupon", "--json", warm="0")
+    assert len(json.loads(out.stdout)["results"]) == 1
+
+
+def test_a_killed_daemon_costs_one_failed_connect(repo: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    _records(repo)
+    d = Daemon(repo)
+    d.kill()  # SIGKILL: the socket file stays, nothing listens on it
+    assert (repo / SOCKET).exists()
+    from memidex.warm import client
+
+    connects: list[object] = []
+
+    def audit(event: str, args: tuple[object, ...]) -> None:
+        if event == "socket.connect":
+            connects.append(args[1])
+
+    sys.addaudithook(audit)
+    monkeypatch.chdir(repo)
+    monkeypatch.setenv("MEMIDEX_WARM", "")
+    assert client.run_warm(["knowledge", "search", "coupon", "--json"]) is None
+    assert len(connects) == 1 and str(connects[0]).endswith("warm.sock")
+    assert client.serving()["reason"].startswith("no warm server answers")
+    connects.clear()
+    # the one-shot path answers; a new daemon removes the stale socket and serves
+    out = cli(repo, "knowledge", "search", "coupon", "--json", warm="")
+    assert out.returncode == 0 and json.loads(out.stdout)["results"]
+    d = Daemon(repo)
+    try:
+        _same(repo, "knowledge", "search", "coupon", "--json")
+    finally:
+        d.stop()
+
+
+def test_the_daemon_declines_another_environment(repo: Path, daemon: Daemon) -> None:
+    _records(repo)
+    out = cli(repo, "doctor", "--json", warm="", NO_COLOR="1")
+    assert json.loads(out.stdout)["serving"] == {
+        "path": "one-shot", "reason": "the warm server declined: another environment "
+                                      "(NO_COLOR)"}
+    refused = cli(repo, "knowledge", "list", warm="require", MEMIDEX_BUILD_TAG="b9")
+    assert refused.returncode == 3 and "another environment (MEMIDEX_BUILD_TAG)" in \
+        refused.stderr
+    # memidex.toml changed: the daemon reads it again for the next command
+    (repo / "memidex.toml").write_text('product = "other-app"\n', encoding="utf-8")
+    out = _same(repo, "knowledge", "search", "coupon", "--json")
+    assert json.loads(out.stdout)["product"] == "other-app"
+    (repo / "memidex.toml").write_text('product = "shop-web"\nbogus_key = 1\n',
+                                       encoding="utf-8")
+    out = cli(repo, "doctor", "--json", warm="")
+    assert "has problems" in json.loads(out.stdout)["serving"]["reason"]
+
+
+def test_a_long_root_path_is_served_through_proc(tmp_path: Path) -> None:
+    root = tmp_path / ("x" * 60) / ("y" * 60) / "repo"
+    root.mkdir(parents=True)
+    git(root, "init", "-q")
+    from memidex.store.layout import init_repository
+
+    init_repository(root)
+    (root / "memidex.toml").write_text('product = "shop-web"\n', encoding="utf-8")
+    assert len(str(root / SOCKET)) > 108
+    _records(root)
+    d = Daemon(root)
+    try:
+        _same(root, "knowledge", "search", "coupon", "--json")
+    finally:
+        d.stop()
+
+
+def test_one_warm_server_a_state_folder(repo: Path) -> None:
+    from memidex.warm.server import WarmServer
+
+    def handler(_request: dict[str, object]) -> dict[str, object]:
+        return {"served": False, "reason": "test"}
+
+    first = WarmServer(repo / ".agent-qa", handler)
+    second = WarmServer(repo / ".agent-qa", handler)
+    assert first.start()
+    try:
+        assert not second.start()
+        assert second.failure == "another warm server serves this repository"
+    finally:
+        first.stop()
+    assert not (repo / SOCKET).exists()
+    assert second.start()
+    second.stop()
+
+
+def test_runs_ingest_into_a_running_daemon_is_applied_by_it(tmp_path: Path) -> None:
+    """Issue 18: ``runs ingest`` while ``memidex daemon`` runs is applied by the daemon —
+    sent over the socket (warm) or queued by a one-shot process — and leaves what a
+    one-shot ingest without a daemon leaves."""
+    from learnkit import checkout, init_repo, records, write_run
+
+    runs = [write_run(tmp_path / "runs", checkout("r-1")),
+            write_run(tmp_path / "runs", checkout("r-2", search="flaky")),
+            write_run(tmp_path / "runs", checkout("r-3", place_order="enabled",
+                                                  build="v2"))]
+    with_daemon, alone = init_repo(tmp_path / "a"), init_repo(tmp_path / "b")
+    for root in (with_daemon, alone):  # (under a daemon a missing index is left missing)
+        cli(root, "knowledge", "rebuild-index", warm="0")
+    d = Daemon(with_daemon)
+    try:
+        first = cli(with_daemon, "runs", "ingest", str(runs[0]), "--json", warm="require")
+        assert first.returncode == 0, first.stderr
+        results = [json.loads(first.stdout),
+                   json.loads(cli(with_daemon, "runs", "ingest", str(runs[1]), "--json",
+                                  warm="0").stdout),
+                   json.loads(cli(with_daemon, "runs", "ingest",
+                                  os.path.relpath(runs[2], with_daemon), "--json",
+                                  warm="require").stdout)]
+        again = cli(with_daemon, "runs", "ingest", str(runs[0]), "--json", warm="require")
+        assert json.loads(again.stdout)["already_ingested"] is True
+        warm_search = cli(with_daemon, "knowledge", "search", "place order", "--json",
+                          warm="require").stdout
+    finally:
+        report = d.stop()
+    applied = report["applied"]
+    assert isinstance(applied, list)
+    assert [(a["command"], a["ok"]) for a in applied] == [("runs ingest", True)] * 3
+    expected = [json.loads(cli(alone, "runs", "ingest", str(r), "--json", warm="0").stdout)
+                for r in runs]
+    assert results == expected
+    assert records(with_daemon) == records(alone)
+    assert warm_search == cli(alone, "knowledge", "search", "place order", "--json",
+                              warm="0").stdout
