@@ -1,8 +1,8 @@
-"""A big Playwright JSON report, for the memory and time of ``runs ingest`` (issue 19,
-item 22): specs of a real report (tests/data/reports) repeated under new titles until the
-file reaches ``--mb``, each result carrying what makes real reports big — an error with
-its stack, a few hundred lines of stdout and stderr, inline attachments (base64) and a
-tree of steps. Deterministic for a size.
+"""A big Playwright JSON report, for the memory and time of ``runs ingest``
+(docs/import.md, "Big reports"): specs of a real report (tests/data/reports) repeated
+under new titles until the file reaches ``--mb``, each result carrying what makes real
+reports big — an error with its stack, a few hundred lines of stdout and stderr, inline
+attachments (base64) and a tree of steps. Deterministic for a size.
 
     python bench/big_report.py --mb 200 --out /tmp/big.json
 """

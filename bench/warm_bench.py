@@ -1,4 +1,4 @@
-"""The warm path's figures (issue 21), with no daemon and with ``memidex daemon`` running,
+"""The warm path's figures (docs/warm.md), with no daemon and with ``memidex daemon`` running,
 side by side, each beside the raw CLI floor measured in the same run:
 
 * a CLI search (``knowledge search Q --json``);
