@@ -90,7 +90,7 @@ class Health:
         reads every page: ~1 s at 100,000 records); without it, only when something
         looks wrong (a table missing)."""
         from memidex.app.results import DoctorReport
-        from memidex.index.build import remove_stale_builds
+        from memidex.index.leftovers import remove_stale_builds
         from memidex.index.schema import SCHEMA_VERSION
         from memidex.records.yamlfast import yaml_loader
 

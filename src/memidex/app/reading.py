@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from memidex.app.semantic import VectorsReport
     from memidex.index.db import IndexDB
     from memidex.index.refresh import RefreshReport
+    from memidex.index.staleness import Watch
     from memidex.masking import Masker
     from memidex.records.shape import RecordSummary
     from memidex.search.ranking import SearchHit
@@ -126,6 +127,20 @@ class Reading:
         from memidex.index.staleness import prefetch
 
         prefetch(str(self.store.root), [self.store.records_rel, self.store.policies_rel])
+
+    def watched_folders(self) -> list[str]:
+        """The root-relative folders whose files the index is made of."""
+        return [self.store.records_rel, self.store.policies_rel]
+
+    def watch(self, watcher: Watch | None) -> None:
+        """Let ``watcher`` (a warm server's, :mod:`memidex.warm.watch`) name the files
+        changed since the last command, instead of asking git on each one; None: stop."""
+        from memidex.index import staleness
+
+        root = str(self.store.root)
+        staleness.unwatch(root)
+        if watcher is not None:
+            staleness.watch(root, self.watched_folders(), watcher)
 
     def after_write(self) -> None:
         """A write landed: the next read checks the files again."""

@@ -78,16 +78,15 @@ class WarmCommands:
 
     def _load(self) -> None:
         from memidex.app import Memidex
-        from memidex.index import staleness
 
         if self.m is not None:
             self.m.close()
         self.stamp = _config_stamp(self.root)
         m = Memidex(self.root, strict_config=False)
         m.reading.recheck_seconds = 0.0  # every command looks (the watcher makes it cheap)
-        tops = [m.store.records_rel, m.store.policies_rel]
+        tops = m.reading.watched_folders()
         root = str(m.store.root)
-        staleness.unwatch(root)
+        m.reading.watch(None)
         self._close_watcher()
         from memidex.warm.watch import Watcher, available
 
@@ -98,7 +97,7 @@ class WarmCommands:
             except OSError as exc:  # e.g. the inotify limits of this user reached
                 why = f"cannot watch the folders ({exc.strerror or exc})"
         if self.watcher is not None:
-            staleness.watch(root, tops, self.watcher)
+            m.reading.watch(self.watcher)
             self.watch_note = "watching the record and policy folders (inotify)"
         else:
             self.watch_note = f"no file watcher ({why}): each command asks git"
@@ -110,10 +109,8 @@ class WarmCommands:
             self.watcher = None
 
     def close(self) -> None:
-        from memidex.index import staleness
-
         if self.m is not None:
-            staleness.unwatch(str(self.m.store.root))
+            self.m.reading.watch(None)
             self.m.close()
             self.m = None
         self._close_watcher()

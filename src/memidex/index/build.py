@@ -8,7 +8,6 @@ secondary indexes after the load, then swaps it in under an exclusive lock on th
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sqlite3
@@ -28,6 +27,7 @@ from memidex.index.db import (
     file_digest,
     xor_hex,
 )
+from memidex.index.leftovers import clear_target, remove_stale_builds, stale_builds
 from memidex.index.schema import POST_LOAD, SCHEMA_VERSION, TOKENIZER
 from memidex.index.staleness import Snapshot, take_snapshot
 from memidex.masking import index_view
@@ -415,55 +415,6 @@ def _build_error(exc: sqlite3.Error, target: Path) -> MemidexError:
                             hint="free some space, then run `memidex knowledge rebuild-index`"
                             " again; the old index and the records are intact")
     return failure or sqlite_error(exc)
-
-
-_BUILD_GLOB = ".{name}.build-*"
-
-
-def clear_target(target: Path) -> str | None:
-    """Something that is not a file where the index belongs (a folder, say): move it aside
-    so the new index can be put there, and return where it went (None: nothing to do)."""
-    if not target.is_dir() or target.is_symlink():
-        return None
-    aside = target.with_name(f"{target.name}.aside-{time.strftime('%Y%m%dT%H%M%S')}-"
-                             f"{os.getpid()}")
-    swap_into_place(target, aside)  # aside is a new name: nothing is replaced
-    return str(aside)
-
-
-def stale_builds(target: Path) -> list[Path]:
-    """Build files a killed rebuild left beside the index (``.memidex.sqlite.build-PID-*``
-    of a process that is gone)."""
-    out = []
-    for path in sorted(target.parent.glob(_BUILD_GLOB.format(name=target.name))):
-        pid_text = path.name.split(".build-", 1)[1].split("-", 1)[0]
-        try:
-            pid = int(pid_text)
-        except ValueError:
-            continue
-        if pid != os.getpid() and not _pid_alive(pid):
-            out.append(path)
-    return out
-
-
-def remove_stale_builds(target: Path) -> list[str]:
-    """Delete :func:`stale_builds`; returns their names."""
-    removed = []
-    for path in stale_builds(target):
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
-            removed.append(path.name)
-    return removed
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def upgrade(store: Store, target: Path, pending: Sequence[str], *,
