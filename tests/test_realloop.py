@@ -157,3 +157,10 @@ def test_leaving_the_inventory_out_keeps_the_rest_of_the_report(tmp_path: Path) 
     total = sum(after["stats"][k] for k in ("expected", "unexpected", "flaky", "skipped"))
     assert total == sum(before["stats"][k] for k in ("expected", "unexpected", "flaky",
                                                      "skipped")) - 1
+
+
+def test_every_brief_was_served_from_the_index(board: Any) -> None:
+    """A brief that fell back to the bundle scan (an index that could not be opened or
+    refreshed, e.g. a full scratch disk) says why the scoreboard went wrong."""
+    assert board.levels and "bundle-scan" not in board.levels, board.render()
+    assert sum(board.levels.values()) == board.briefs

@@ -82,6 +82,8 @@ class Scoreboard:
     uncautioned: list[str]  # "run k: test lacks a flaky caution on anchor"
     fixed_unknowns: list[Served]
     first_of_build: list[int] = field(default_factory=list)  # the first run of builds 2…
+    levels: dict[str, int] = field(default_factory=dict)  # the briefs' search levels
+    withheld: dict[str, int] = field(default_factory=dict)  # records withheld, by reason
     targets: list[Target] = field(default_factory=list)
 
     def of(self, kind: str, verdict: str | None = None) -> list[Served]:
@@ -162,6 +164,9 @@ def render(b: Scoreboard) -> str:
               f"{len(b.of('unknown'))} unknowns ({sum(1 for s in b.of('unknown') if s.bug)} "
               f"of real bugs), {len(b.of('procedure'))} procedures "
               f"({len(b.of('procedure', 'stale'))} naming a page or element that is gone)"]
+    lines.append("briefs by search level: " + (", ".join(
+        f"{k} {n}" for k, n in sorted(b.levels.items())) or "none") + "; withheld: " + (
+        ", ".join(f"{k} {n}" for k, n in sorted(b.withheld.items()) if n) or "none"))
     by: dict[str, dict[str | None, int]] = defaultdict(lambda: defaultdict(int))
     for f in b.failures:
         by[f.truth.split(":")[0]][f.cause] += 1

@@ -155,6 +155,8 @@ class Loop:
         self.verdicts: dict[int, dict[str, tuple[str, bool]]] = {}  # run → test → (v, flaky)
         self.served: list[Served] = []
         self.briefs = 0
+        self.levels: dict[str, int] = {}
+        self.withheld: dict[str, int] = {}
         self._shown: dict[str, tuple[str, dict[str, Any]]] = {}
         self._by_version: dict[tuple[str, Any, Any], dict[str, Any]] = {}
 
@@ -204,7 +206,12 @@ class Loop:
             for page in self.truth.pages(test, build):
                 args += ["--anchor", page]
             self.briefs += 1
-            for rec in self.cli(*args)["records"]:
+            brief = self.cli(*args)
+            level = str(brief.get("level"))
+            self.levels[level] = self.levels.get(level, 0) + 1
+            for why, held in (brief.get("withheld") or {}).items():
+                self.withheld[why] = self.withheld.get(why, 0) + int(held.get("count", 0))
+            for rec in brief["records"]:
                 s = by_id.get(rec["id"])
                 if s is None:
                     s = by_id[rec["id"]] = Served(k, build, rec["id"], rec["kind"],
@@ -403,12 +410,21 @@ def _equal(a: Any, b: Any) -> bool:
     return " ".join(str(a).split()) == " ".join(str(b).split())
 
 
+SCRATCH_MIN_FREE = 1 << 30
+"""/dev/shm is used only with this much free (a container's is often 64 MB)."""
+
+
 def _scratch() -> str | None:
-    """Where the scratch repository goes: /dev/shm when it is there (memory: memidex's
-    fsyncs cost nothing, and a shared disk's load does not slow the score), else the
-    temporary folder."""
+    """Where the scratch repository goes: /dev/shm when it is there with room to spare
+    (memory: memidex's fsyncs cost nothing, and a shared disk's load does not slow the
+    score), else the temporary folder."""
     shm = Path("/dev/shm")
-    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+    try:
+        st = os.statvfs(shm)
+    except OSError:
+        return None
+    roomy = st.f_bavail * st.f_frsize >= SCRATCH_MIN_FREE
+    return str(shm) if roomy and os.access(shm, os.W_OK) else None
 
 
 def score(reports: Path = REPORTS, truth_path: Path = TRUTH, *,
@@ -442,6 +458,7 @@ def score(reports: Path = REPORTS, truth_path: Path = TRUTH, *,
             product=product, runs=len(runs), briefs=loop.briefs, commands=cli.calls,
             served=loop.served, failures=loop.failures(), changes=loop.changes(),
             uncautioned=loop.uncautioned(), fixed_unknowns=loop.fixed_unknowns(),
+            levels=loop.levels, withheld=loop.withheld,
             first_of_build=[r.run for i, r in enumerate(runs)
                             if i > 0 and runs[i - 1].build != r.build])
     board.targets = targets(board)
