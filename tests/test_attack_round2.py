@@ -1,0 +1,160 @@
+"""Hardening, round two (issue 19), the attacks scripted again on fresh repositories
+(`memidex init`, real processes): a process whose clock is faked by libfaketime cannot
+take a live daemon's lease; unknown products are usage errors; policies reach a test on a
+fresh clone; the review's wording; the messages.
+
+`faketime` (Debian's package, installed by `make deps`) fakes the wall clock AND the
+monotonic clock of the process it runs: the attack of a process whose clock is ahead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import git
+
+MEMIDEX = [sys.executable, "-m", "memidex"]
+
+
+def _fresh(tmp: Path, product: str = "shop") -> Path:
+    root = tmp / "repo"
+    root.mkdir()
+    git(root, "init", "-q")
+    out = subprocess.run([*MEMIDEX, "--root", str(root), "init", "-p", product],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return root
+
+
+def _faketime() -> str:
+    path = shutil.which("faketime")
+    assert path is not None, "faketime is missing: `make deps` (as root: apt-get install faketime)"
+    return path
+
+
+def _authority_holder(root: Path) -> tuple[int, int | None]:
+    import sqlite3
+
+    db = root / "agent-qa-knowledge/memory/.writer-authority.sqlite"
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        epoch, pid = conn.execute("SELECT epoch, pid FROM lease WHERE id = 1").fetchone()
+    finally:
+        conn.close()
+    return int(epoch), pid
+
+
+class _Daemon:
+    def __init__(self, root: Path, *prefix: str) -> None:
+        self.proc = subprocess.Popen([*prefix, *MEMIDEX, "--root", str(root), "daemon"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert self.proc.stderr is not None
+        # event-based: the daemon says so once it holds the lease (no sleep, no bound)
+        for line in self.proc.stderr:
+            if "holds the writer lease" in line:
+                break
+        else:
+            raise AssertionError(f"the daemon stopped before it held the lease: {self.stop()}")
+
+    def stop(self) -> str:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        _, err = self.proc.communicate(timeout=120)
+        return err
+
+
+# --- item 1: a clock 60 s ahead (wall AND monotonic, libfaketime) takes no live lease --------
+
+
+@pytest.mark.parametrize("fake_monotonic", [True, False], ids=["mono-faked", "wall-only"])
+def test_faketime_rebuild_index_refuses_under_a_live_daemon(
+        tmp_path: Path, fake_monotonic: bool) -> None:
+    root = _fresh(tmp_path)
+    env = dict(os.environ)
+    if not fake_monotonic:
+        env["FAKETIME_DONT_FAKE_MONOTONIC"] = "1"
+    daemon = _Daemon(root)
+    try:
+        epoch, pid = _authority_holder(root)
+        assert pid == daemon.proc.pid
+        out = subprocess.run([_faketime(), "-f", "+60s", *MEMIDEX, "--root", str(root),
+                              "knowledge", "rebuild-index"],
+                             capture_output=True, text=True, timeout=120, env=env)
+        assert out.returncode == 3, (out.stdout, out.stderr)
+        assert f"writer lease is held by pid {daemon.proc.pid}" in out.stderr
+        assert _authority_holder(root) == (epoch, daemon.proc.pid)  # never taken over
+        assert daemon.proc.poll() is None
+    finally:
+        err = daemon.stop()
+    assert daemon.proc.returncode == 0, err
+
+
+def test_faketime_write_goes_through_the_live_daemon(tmp_path: Path) -> None:
+    # a record-writing command whose clock is ahead sees the daemon live and hands its
+    # change to it (it neither takes the lease nor waits it out)
+    root = _fresh(tmp_path)
+    daemon = _Daemon(root)
+    try:
+        epoch, _ = _authority_holder(root)
+        out = subprocess.run([_faketime(), "-f", "+60s", *MEMIDEX, "--root", str(root),
+                              "knowledge", "add", "--kind", "fact", "--anchor", "el:button:pay",
+                              "--title", "Pay is shown", "--body", "The Pay button shows.",
+                              "--wait", "60", "--json"],
+                             capture_output=True, text=True, timeout=180)
+        assert out.returncode == 0, out.stderr
+        assert _authority_holder(root) == (epoch, daemon.proc.pid)
+        assert list((root / "agent-qa-knowledge/memory/records").rglob("*.md"))
+    finally:
+        err = daemon.stop()
+    assert daemon.proc.returncode == 0, err
+    assert json.loads(out.stdout)
+
+
+def test_each_clock_alone_keeps_a_live_holder_fresh() -> None:
+    from memidex.write.authority import Holder
+    from memidex.write.procs import boot_id, current_process
+
+    me = current_process()
+    holder = Holder(7, "t", me.pid, me.start, me.boot_id, me.host, heartbeat=1000.0, ttl=30.0,
+                    heartbeat_mono=500.0, heartbeat_kernel=600.0)
+    assert me.boot_id == boot_id() != ""
+    # wall clock 60 s ahead, monotonic faked too (libfaketime): the kernel's clock is fresh
+    assert holder.free_reason(1060.0, 30.0, mono=1e9, kernel=610.0) is None
+    # a suspended machine: the kernel's count went on, the monotonic clock did not
+    assert holder.free_reason(1060.0, 30.0, mono=510.0, kernel=700.0) is None
+    # every clock says stale: stale
+    assert holder.free_reason(1060.0, 30.0, mono=560.0, kernel=660.0) == "stale heartbeat"
+    # a beat ahead of the caller's clock (the holder's clock was faked) is no evidence
+    assert holder.free_reason(1060.0, 30.0, mono=100.0, kernel=100.0) == "stale heartbeat"
+    # no clock of the holder's at all (an earlier memidex): the wall clock decides
+    bare = Holder(7, "t", me.pid, me.start, me.boot_id, me.host, 1000.0, 30.0)
+    assert bare.free_reason(1060.0, 30.0, mono=510.0, kernel=610.0) == "stale heartbeat"
+
+
+def test_an_authority_db_without_the_kernel_column_gains_it(tmp_path: Path) -> None:
+    import sqlite3
+
+    root = _fresh(tmp_path)
+    db = root / "agent-qa-knowledge/memory/.writer-authority.sqlite"
+    assert db.exists()
+    conn = sqlite3.connect(db)
+    conn.execute("ALTER TABLE lease DROP COLUMN heartbeat_kernel")
+    conn.commit()
+    conn.close()
+    daemon = _Daemon(root)
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        kernel = conn.execute("SELECT heartbeat_kernel FROM lease").fetchone()[0]
+        conn.close()
+        assert isinstance(kernel, float) and kernel > 0
+    finally:
+        err = daemon.stop()
+    assert daemon.proc.returncode == 0, err
