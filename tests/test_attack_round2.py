@@ -158,3 +158,78 @@ def test_an_authority_db_without_the_kernel_column_gains_it(tmp_path: Path) -> N
     finally:
         err = daemon.stop()
     assert daemon.proc.returncode == 0, err
+
+
+# --- item 23: the run file's product, unknown products ---------------------------------------
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def _cli(root: Path, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*MEMIDEX, "--root", str(root), *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_ingest_with_another_product_than_the_files_is_a_usage_error(tmp_path: Path) -> None:
+    root = _fresh(tmp_path)
+    out = _cli(root, "runs", "ingest", str(EXAMPLES / "runs/r-0051.json"), "--product", "other")
+    assert out.returncode == 2, out.stderr
+    assert "is a run of product 'shop-web', not --product 'other'" in out.stderr
+    assert not (root / ".agent-qa/runs").exists() or \
+        not list((root / ".agent-qa/runs").iterdir())
+    assert not list((root / "agent-qa-knowledge/memory/records").rglob("*.md"))
+    # without --product it lands in the file's product, and says so
+    out = _cli(root, "runs", "ingest", str(EXAMPLES / "runs/r-0051.json"))
+    assert out.returncode == 0, out.stderr
+    assert "is a run of product 'shop-web', not memidex.toml's 'shop'" in out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("command", [
+    ("knowledge", "search", "checkout"), ("knowledge", "list"), ("runs", "list"),
+    ("knowledge", "search", "checkout", "--strategy", "hybrid")])
+def test_an_unknown_product_is_a_usage_error(tmp_path: Path, command: tuple[str, ...]) -> None:
+    root = _fresh(tmp_path)
+    assert _cli(root, "runs", "ingest", str(EXAMPLES / "runs/r-0051.json")).returncode == 0
+    out = _cli(root, *command, "--product", "shopweb")
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    lines = [ln for ln in out.stderr.splitlines() if ln.startswith("error:")]
+    assert lines == ["error: unknown product 'shopweb': no records, runs or policies name it"]
+    assert "known products: shop, shop-web" in out.stderr
+    assert "Traceback" not in out.stderr
+    # the known ones answer, empty or not: the configured product, a run's product
+    for product in ("shop", "shop-web"):
+        assert _cli(root, *command, "--product", product).returncode == 0
+
+
+def test_an_unknown_product_over_mcp_is_an_error(tmp_path: Path) -> None:
+    import anyio
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    root = _fresh(tmp_path)
+    errors: dict[str, dict[str, object]] = {}
+
+    async def main() -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMIDEX_")}
+        params = StdioServerParameters(command=sys.executable,
+                                       args=["-m", "memidex", "--root", str(root), "mcp"],
+                                       env=env, cwd=str(root))
+        with open(tmp_path / "mcp.err", "w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write), \
+                    ClientSession(read, write) as session:
+                await session.initialize()
+                for tool, args in (("knowledge_search", {"query": "checkout"}),
+                                   ("knowledge_list", {}), ("runs_list", {})):
+                    res = await session.call_tool(tool, {**args, "product": "shopweb"})
+                    assert res.is_error, (tool, res.content)
+                    errors[tool] = json.loads(res.content[-1].text)["error"]  # type: ignore[union-attr]
+                    res = await session.call_tool(tool, {**args, "product": "shop"})
+                    assert not res.is_error, (tool, res.content)
+
+    anyio.run(main)
+    assert set(errors) == {"knowledge_search", "knowledge_list", "runs_list"}
+    for tool, err in errors.items():
+        assert err["message"] == ("unknown product 'shopweb': no records, runs or "
+                                  "policies name it"), tool
+        assert err["hint"] == "known products: shop", tool
+        assert err["exit_code"] == 2, tool
