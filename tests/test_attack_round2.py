@@ -233,3 +233,66 @@ def test_an_unknown_product_over_mcp_is_an_error(tmp_path: Path) -> None:
                                   "policies name it"), tool
         assert err["hint"] == "known products: shop", tool
         assert err["exit_code"] == 2, tool
+
+
+# --- item 25: the policies on a fresh clone ---------------------------------------------------
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _clone_of_the_bundled_knowledge(tmp: Path) -> Path:
+    origin = tmp / "origin"
+    origin.mkdir()
+    git(origin, "init", "-q")
+    for name in ("agent-qa-knowledge", "policies"):
+        shutil.copytree(REPO / name, origin / name,
+                        ignore=shutil.ignore_patterns("index", ".*", "queue", "staging"))
+    shutil.copy2(REPO / "memidex.toml", origin / "memidex.toml")
+    shutil.copy2(REPO / ".gitignore", origin / ".gitignore")
+    git(origin, "add", "-A")
+    git(origin, "-c", "user.name=t", "-c", "user.email=t@example.test", "commit", "-qm", "k")
+    clone = tmp / "clone"
+    subprocess.run(["git", "clone", "-q", str(origin), str(clone)], check=True, timeout=120)
+    assert not (clone / ".agent-qa").exists()
+    return clone
+
+
+@pytest.mark.parametrize("index", [True, False], ids=["indexed", "no-index"])
+def test_a_fresh_clone_serves_the_policies_the_committed_records_imply(
+        tmp_path: Path, index: bool) -> None:
+    clone = _clone_of_the_bundled_knowledge(tmp_path)
+    if index:
+        assert _cli(clone, "knowledge", "rebuild-index").returncode == 0
+    out = _cli(clone, "brief", "checkout-happy-path", "--json")
+    assert out.returncode == 0, out.stderr
+    brief = json.loads(out.stdout)
+    ids = [p["id"] for p in brief["policies"]]
+    # the committed procedure for checkout-happy-path names page:/checkout and
+    # el:input:card-number: no-real-cards (a must) applies; so does mail-sink-only
+    assert "no-real-cards" in ids and "mail-sink-only" in ids, ids
+    assert not (clone / ".agent-qa/runs").exists()  # no run store was needed
+    # a test no committed record carries gets only the product-wide policies
+    other = json.loads(_cli(clone, "brief", "some-new-test", "--json").stdout)
+    assert [p["id"] for p in other["policies"]] == ["keep-seeded-catalogue"]
+
+
+def test_a_quarantined_record_lends_the_test_no_anchors(tmp_path: Path) -> None:
+    root = _fresh(tmp_path, product="shop-web")
+    (root / "policies/cards.yaml").write_text(
+        "id: cards\nrule: Only the sandbox card.\napplies_to:\n  products: [shop-web]\n"
+        "  anchors: ['page:/pay*']\nseverity: must\n", encoding="utf-8")
+    out = _cli(root, "knowledge", "add", "--kind", "procedure", "--anchor", "flow:pay",
+               "--anchor", "page:/pay", "--anchor", "test:pay-test", "--title", "Pay",
+               "--body", "Pay with the sandbox card.", "--json")
+    assert out.returncode == 0, out.stderr
+    rid = json.loads(out.stdout)["id"]
+
+    def policies() -> list[str]:
+        got = _cli(root, "brief", "pay-test", "--json")
+        assert got.returncode == 0, got.stderr
+        return [p["id"] for p in json.loads(got.stdout)["policies"]]
+
+    assert policies() == ["cards"]
+    out = _cli(root, "knowledge", "quarantine", rid)
+    assert out.returncode == 0, out.stderr
+    assert policies() == []
