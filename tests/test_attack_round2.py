@@ -296,3 +296,82 @@ def test_a_quarantined_record_lends_the_test_no_anchors(tmp_path: Path) -> None:
     out = _cli(root, "knowledge", "quarantine", rid)
     assert out.returncode == 0, out.stderr
     assert policies() == []
+
+
+# --- item 28: the review's words --------------------------------------------------------------
+
+
+def _commit(root: Path, message: str) -> str:
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@example.test", "commit", "-qm", message)
+    return git(root, "rev-parse", "HEAD").strip()
+
+
+def _review(root: Path, base: str) -> dict[str, dict[str, object]]:
+    out = _cli(root, "knowledge", "review", base, "--json")
+    assert out.returncode in (0, 1), out.stderr
+    assert "Traceback" not in out.stderr
+    products = json.loads(out.stdout)["products"]
+    return {str(c["path"]): c for by_verb in products.values() for cs in by_verb.values()
+            for c in cs}
+
+
+def test_review_names_a_malformed_record_a_misplaced_copy_and_a_run_on_a_persons_record(
+        tmp_path: Path) -> None:
+    root = _fresh(tmp_path, product="shop-web")
+    records = root / "agent-qa-knowledge/memory/records"
+
+    def ingest(run_id: str) -> None:
+        run = {"run_id": run_id, "product": "shop-web", "tests": [{
+            "test_id": "login", "verdict": "pass", "steps": [{
+                "index": 0, "action": "goto", "target": "page:/login",
+                "anchors": ["page:/login"], "observed": "Page /login is visible",
+                "check": {"kind": "assert-visible", "passed": True}}]}]}
+        (tmp_path / f"{run_id}.json").write_text(json.dumps(run), encoding="utf-8")
+        out = _cli(root, "runs", "ingest", str(tmp_path / f"{run_id}.json"), "--json")
+        assert out.returncode == 0, out.stderr
+
+    ingest("r-0001")
+    # a person takes the learned fact over (its source human), then a run confirms it
+    fact = next(records.glob("fact/fact-page-login-*.md"))
+    human = str(fact.relative_to(root))
+    text = fact.read_text(encoding="utf-8")
+    assert "source: local" in text
+    fact.write_text(text.replace("source: local", "source: human"), encoding="utf-8")
+    base = _commit(root, "a person's fact")
+    ingest("r-0002")
+    changes = _review(root, base)
+    assert human in changes, (human, list(changes))
+    assert any("written by a person, changed by run r-0002" in a
+               for a in changes[human]["attention"]), changes[human]  # type: ignore[union-attr]
+
+    # a malformed record: changed and failing validation, never "purged"
+    base = _commit(root, "ingested")
+    victim = next(records.glob("procedure/*.md"))
+    victim_rel = str(victim.relative_to(root))
+    victim.write_text("---\nid: [unclosed\n---\n", encoding="utf-8")
+    # a misplaced copy of the person's record (a duplicate id under another name)
+    copy = records / "fact/fact-page-login-copy.md"
+    copy.write_bytes((root / human).read_bytes())
+    changes = _review(root, base)
+    bad = changes[victim_rel]
+    assert bad["verb"] == "changed", bad
+    attention = " | ".join(bad["attention"])  # type: ignore[arg-type]
+    assert "purged" not in attention and "fails validation" in attention, attention
+    dup = changes[str(copy.relative_to(root))]
+    assert dup["verb"] == "added"
+    assert any(a.startswith("fails validation: a fact record with id ") and
+               a.endswith(f"belongs at {human}")
+               for a in dup["attention"]), dup  # type: ignore[union-attr]
+
+
+def test_review_says_a_candidate_record_purged(tmp_path: Path) -> None:
+    from conftest import make_record
+    from memidex.records.model import Record
+    from memidex.review.changes import classify
+
+    rec: Record = make_record(status="candidate")
+    change = classify("x.md", rec, None)
+    assert change.verb == "purged" and change.attention == ["a candidate record purged"]
+    change = classify("x.md", make_record(status="active"), None)
+    assert change.attention == ["an active record purged"]
