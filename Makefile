@@ -31,7 +31,8 @@ test: $(STAMP) deps lint
 	$(BIN)/pytest -n $(JOBS) --cov --cov-report=term-missing:skip-covered --cov-fail-under=$(COV_MIN)
 
 ## deps: what the tests run for real besides Python: PostgreSQL 15 with pgvector (scripts/install_pg.sh),
-## Debian's chromium (the dashboard's browser tests) and node/npm (the TypeScript MCP client). As root
+## Debian's chromium (the dashboard's browser tests), node/npm (the TypeScript MCP client) and faketime
+## (a process with faked clocks against the writer lease). As root
 ## it installs what is missing from the package registries; as a user it says what is missing (the
 ## tests needing it then fail, saying so). When everything is there it takes ~10 ms.
 deps:
@@ -39,6 +40,9 @@ deps:
 	@test -x /usr/bin/chromium || { test "$$(id -u)" = 0 && apt-get update -qq && \
 		apt-get install -y -qq --no-install-recommends chromium >/dev/null; } || \
 		echo "make deps: /usr/bin/chromium is missing: as root, apt-get install chromium" >&2
+	@command -v faketime >/dev/null || { test "$$(id -u)" = 0 && apt-get update -qq && \
+		apt-get install -y -qq --no-install-recommends faketime >/dev/null; } || \
+		echo "make deps: faketime is missing: as root, apt-get install faketime" >&2
 	@command -v npm >/dev/null || { test "$$(id -u)" = 0 && apt-get update -qq && \
 		apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null; } || \
 		echo "make deps: node/npm are missing: as root, apt-get install nodejs npm" >&2

@@ -30,7 +30,7 @@ from lease_driver import (
 from memidex.errors import FencedError, LeaseHeldError
 from memidex.write.authority import AUTHORITY_FILE, EPOCH_FILE, LEASE_FILE
 from memidex.write.lease import Lease
-from memidex.write.procs import pid_start_time
+from memidex.write.procs import kernel_clock, pid_start_time
 from memidex.write.status import lease_status
 from memidex.write.writer import writer_session
 
@@ -251,13 +251,14 @@ def test_maintenance_refuses_at_once_under_a_live_holder(root: Path) -> None:
 
 def test_injected_clock_takes_over_a_stale_heartbeat_and_fences_the_old_holder(
         root: Path) -> None:
-    # a stale heartbeat: both the wall clock and the machine's monotonic clock say so
+    # a stale heartbeat: the wall clock, the monotonic clock and the kernel's all say so
     store = store_for(root)
     with writer_session(store, wait=0, ttl=30) as old:
         old.write(make_record("first"))
         later, mono_later = time.time() + 31, time.monotonic() + 31
+        kernel_later = (kernel_clock() or 0.0) + 31
         with writer_session(store, wait=0, ttl=30, clock=lambda: later,
-                            mono=lambda: mono_later) as new:
+                            mono=lambda: mono_later, kernel=lambda: kernel_later) as new:
             assert new.epoch == old.epoch + 1
             assert new.lease.took_over == "stale heartbeat"
             assert not old.lease.heartbeat()

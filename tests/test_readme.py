@@ -56,3 +56,63 @@ def test_readme_own_repository_steps_run_verbatim(tmp_path: Path) -> None:
                                check=True).stdout.split()
     assert ".gitignore" in committed and "memidex.toml" in committed
     assert any(f.startswith("agent-qa-knowledge/memory/records/fact/fact-") for f in committed)
+
+
+LEARNING = "### Learning from test runs"
+
+
+def learning_block() -> str:
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    start = readme.index(LEARNING)
+    blocks = re.findall(r"^```sh\n(.*?)^```$", readme[start:readme.index("\n### ", start + 1)],
+                        re.MULTILINE | re.DOTALL)
+    assert len(blocks) == 1
+    return str(blocks[0])
+
+
+def _tracked_state(paths: list[str]) -> str:
+    return subprocess.run(["git", "status", "--porcelain", "--", *paths], cwd=REPO_ROOT,
+                          capture_output=True, text=True, check=True).stdout + \
+        subprocess.run(["git", "ls-files", "-s", "--", *paths], cwd=REPO_ROOT,
+                       capture_output=True, text=True, check=True).stdout
+
+
+def test_readme_learning_block_runs_verbatim_and_leaves_the_example_shop(
+        tmp_path: Path) -> None:
+    # issue 19 item 27: the tour learns in a scratch repository (the bundled knowledge was
+    # learned from the example runs already), its rollback works, and nothing of the
+    # example shop changes
+    block = learning_block()
+    assert "rollback" in block and "mktemp -d" in block
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMIDEX_")}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["TMPDIR"] = str(tmp_path)  # the scratch repository lands in this test's folder
+    watched = ["agent-qa-knowledge/memory/records", "policies", "memidex.toml", "examples"]
+    before = _tracked_state(watched)
+    out = subprocess.run(["bash", "-euo", "pipefail", "-c", block + "\npwd\n"],
+                         cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                         check=False, timeout=600)
+    assert out.returncode == 0, f"{block}\n--- stdout\n{out.stdout}\n--- stderr\n{out.stderr}"
+    assert "error:" not in out.stderr and "Traceback" not in out.stderr, out.stderr
+    assert "rolled back r-0052" in out.stdout
+    assert out.stdout.splitlines()[-1] == str(REPO_ROOT)  # back in the example shop
+    assert _tracked_state(watched) == before
+    scratch = [p for p in tmp_path.iterdir() if (p / "memidex.toml").exists()]
+    assert len(scratch) == 1 and list((scratch[0] / ".agent-qa/runs").glob("*.json"))
+
+
+_PATH = re.compile(r"(?<![\w/.$-])((?:\.ci|bench|docs|examples|scripts|src|tests|policies|"
+                   r"agent-qa-knowledge)/[\w./-]*[\w/])")
+
+
+def test_every_path_the_readme_names_exists() -> None:
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    # what a sample output shows is of the reader's repository, not this one
+    readme = re.sub(r"^```text\n.*?^```$", "", readme, flags=re.MULTILINE | re.DOTALL)
+    readme = readme.replace("$EX/", "examples/")  # the learning block's variable
+    named = sorted(set(_PATH.findall(readme)))
+    assert "examples/reports/playwright-report.json" in named
+    assert "examples/runs/r-0052.json" in named
+    missing = [p for p in named if not (REPO_ROOT / p).exists()
+               and not p.startswith("agent-qa-knowledge/memory/index")]  # made by demo
+    assert not missing, missing

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import memidex.index.query as query
 from conftest import git, make_record, write_record
 from memidex.app import Memidex
+from memidex.errors import UsageError
 from memidex.index.schema import TOKENIZER
 from memidex.records.model import Record
 from memidex.search.ranking import DEFAULT_STATUSES, SearchHit, SearchQuery
@@ -180,6 +181,12 @@ def _both(corpus: list[Record], text: str, product: str | None,
             write_record(root, record)
         with Memidex(root) as m:
             m.rebuild_index()
+            if product is not None and product != m.config.product and \
+                    all(r.product != product for r in corpus):
+                # a product no record names is a usage error, never "no records"
+                with pytest.raises(UsageError, match="unknown product"):
+                    m.search(text, product=product, statuses=statuses, limit=limit)
+                return [], [], []
             found = []
             for n in (limit, 50):
                 result = m.search(text, product=product, all_products=product is None,

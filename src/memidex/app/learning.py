@@ -115,6 +115,13 @@ class Learning:
                                 notes=("queued for the daemon: `memidex runs show "
                                        f"{run.run_id}` once it is applied",))
         result = IngestResult.from_json(out.result)
+        if self.config.product and run.product != self.config.product:
+            from dataclasses import replace
+
+            result = replace(result, notes=(*result.notes, (
+                f"{run.run_id} is a run of product {run.product!r}, not memidex.toml's "
+                f"{self.config.product!r}: search and brief it with --product "
+                f"{run.product}")))
         forget_notes(self.config, run.run_id)  # working memory lives for one run only
         if not result.already:
             self.reading.settle(build=True)  # serving needs the index
@@ -190,6 +197,8 @@ class Learning:
             rows.append(RunRow(r.run_id, r.product, r.ordinal, r.build_tag, r.ci,
                                dict(r.verdicts), dict(sorted(ops.items())), len(r.proposals),
                                r.done, r.rolled_back))
+        if not rows:
+            self.reading.require_known(product)
         return RunList(tuple(rows))
 
     def run(self, run_id: str) -> RunDetail:

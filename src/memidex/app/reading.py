@@ -298,6 +298,42 @@ class Reading:
         assert chosen is not None
         return chosen
 
+    def require_known(self, product: str | None) -> None:
+        """A product that no record, run or policy names (nor memidex.toml) is a usage
+        error, as in ``brief``: a misspelt ``--product`` must not answer "nothing" with
+        exit 0 (docs/cli.md, *Unknown products*). Asked only when an answer came out empty,
+        so a search that finds something pays nothing for it."""
+        if product is None or product == self.config.product:
+            return
+        from memidex.runstate.ordinals import Counters
+        from memidex.runstate.tests import TestsFile
+
+        ordinals = Counters.load(self.config).products
+        if product in ordinals or TestsFile(self.config, product).exists():
+            return
+
+        def query(db: IndexDB) -> tuple[bool, set[str]]:
+            from memidex.index.briefing import known_product, policies, products
+
+            known = known_product(db, product) or \
+                any(product in p.products for p in policies(db))
+            return known, set(products(db))
+
+        def scan() -> tuple[bool, set[str]]:
+            names = {lr.record.product for lr in self.loaded()}
+            files, _problems = self.store.load_policies()
+            named = any(product in p.products for _f, _sha, ps in files for p in ps)
+            return product in names or named, names
+
+        (known, names), _level = self.with_fallback(query, scan)
+        if known:
+            return
+        names |= set(ordinals) | ({self.config.product} if self.config.product else set())
+        hint = ("known products: " + ", ".join(sorted(names))) if names else \
+            "no product has records or runs yet: add a record or ingest a run first"
+        raise UsageError(f"unknown product {product!r}: no records, runs or policies name it",
+                         hint=hint)
+
     def ordinal_floor(self, product: str) -> int:
         """The highest run ordinal ``product``'s records name (0: none): the index's one
         lookup, or a scan of the records when the index is unavailable."""
@@ -355,6 +391,8 @@ class Reading:
 
         if strategy == "lexical":
             hits, level = self.with_fallback(query, scan)
+            if not hits:
+                self.require_known(q.product)
             return SearchResult(text, q.product, level, self.masker().mask_hits(hits),
                                 note=self.note)
         from memidex.app.semantic import SemanticAnswer
@@ -368,6 +406,8 @@ class Reading:
                                   "vectors need the index: answered by keywords")
 
         ans, _ = self.with_fallback(semantic, keywords)
+        if not ans.hits:
+            self.require_known(q.product)
         note = "; ".join(n for n in (self.note, ans.note) if n)
         return SearchResult(text, q.product, ans.level, self.masker().mask_hits(ans.hits),
                             note=note, strategy=strategy,
@@ -437,6 +477,8 @@ class Reading:
             return out[:limit] if limit is not None else out
 
         rows, _level = self.with_fallback(query, scan)
+        if not rows:
+            self.require_known(chosen)
         return RecordList(tuple(self.masker().mask_summaries(rows)))
 
     def brief(self, test_id: str, *, product: str | None = None,

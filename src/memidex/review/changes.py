@@ -175,7 +175,8 @@ def classify(path: str, old: Any, new: Any) -> Change:
     if new is None:
         change.verb = "purged"
         if old.status in ("active", "candidate"):
-            change.attention.append(f"an {old.status} record purged")
+            article = "an" if old.status[0] in "aeiou" else "a"
+            change.attention.append(f"{article} {old.status} record purged")
         return change
     if new.valid.from_ != old.valid.from_ or (
             new.status == "superseded" and old.status != "superseded"):
@@ -192,6 +193,14 @@ def classify(path: str, old: Any, new: Any) -> Change:
     if old.trust.source == "human" and new.trust.source != "human":
         change.attention.append(f"written by a person, changed by automation "
                                 f"(source {new.trust.source})")
+    elif old.trust.source == "human":
+        # an ingest that confirms (or contradicts) a person's record keeps its source, but
+        # it is still a run changing what a person wrote: its new evidence names the runs
+        seen = {repr(tuple(e)) for e in old.evidence}
+        runs = sorted({e.run for e in new.evidence if repr(tuple(e)) not in seen and e.run})
+        if runs:
+            shown = ", ".join(runs[:3]) + (" …" if len(runs) > 3 else "")
+            change.attention.append(f"written by a person, changed by run {shown}")
     same_version = new.valid.from_ == old.valid.from_
     if same_version and (old.title, old.body) != (new.title, new.body):
         ratio = difflib.SequenceMatcher(None, f"{old.title}\n{old.body}",
@@ -253,8 +262,15 @@ def review(root: Path, records_rel: str, base: str | None = None, head: str | No
         if new is None and old is None:
             name = path.rsplit("/", 1)[-1].removesuffix(".md")
             change = Change("changed", path, name, "?", name)
+        elif new is None and path in new_blobs:  # malformed now, not purged
+            change = classify(path, old, old)
         else:
             change = classify(path, old, new)
+        if new is not None:
+            expected = f"{records_rel.rstrip('/')}/{new.relpath.removeprefix('records/')}"
+            if path != expected:  # a copy under another name (a duplicate id) or folder
+                problem = problem or f"a {new.kind} record with id {new.id} belongs at " \
+                    f"{expected}"
         if problem:
             change.verb = "changed" if old is not None else "added"
             change.attention.append(f"fails validation: {problem}")

@@ -160,7 +160,10 @@ def build_brief(config: Config, store: Store, db: IndexDB | None, req: BriefRequ
         notes.append(f"no past runs of test {req.test_id} in {req.product} and no --anchor: "
                      f"only records about test:{req.test_id} can be ranked; pass --anchor "
                      "(e.g. --anchor page:/checkout) to say what the test touches")
-    applying = _applying(policies, req.product, test_anchors)
+    # Policies match also on the anchors of the committed records that carry the test:
+    # a fresh clone (CI) has no run store, yet its procedure for the test names the pages.
+    applying = _applying(policies, req.product, test_anchors | _record_anchors(
+        store, db, req.product, req.test_id))
     ranked: list[Ranked] = []
     withheld: dict[str, set[str]] = {reason: set() for reason in REASONS}
     hops: tuple[str, ...] = ()
@@ -182,6 +185,37 @@ def build_brief(config: Config, store: Store, db: IndexDB | None, req: BriefRequ
     brief = _assemble(req, ordinal, next_ordinal, level, test_anchors, hops, applying,
                       ranked, withheld, options, masker, notes)
     return _record(config, brief) if record else brief
+
+
+_FEEDING = ("active", "candidate")
+"""The statuses whose records' anchors say what a test touches (never a quarantined,
+deprecated or superseded record's)."""
+
+
+def _record_anchors(store: Store, db: IndexDB | None, product: str, test_id: str
+                    ) -> frozenset[str]:
+    """Every anchor of ``product``'s current active or candidate records that carry
+    ``test:<test_id>`` (docs/brief.md, *Policies*): from the index, else a scan of the
+    record files (the brief without an index still carries every policy that applies)."""
+    key = f"test:{test_id}"
+    if db is not None:
+        from memidex.index.briefing import anchor_hits, versions_of
+
+        hits, _capped = anchor_hits(db, [key], cap=MAX_CANDIDATES)
+        return frozenset(a for r in versions_of(db, {rowid for _a, rowid in hits})
+                         if r.current and r.product == product and r.status in _FEEDING
+                         for a in r.anchors)
+    from memidex.store import visibility
+    from memidex.store.files import LoadedRecord
+
+    out: set[str] = set()
+    with visibility.shared(store.knowledge):
+        for item in store.iter_records():
+            if isinstance(item, LoadedRecord):
+                r = item.record
+                if r.product == product and r.status in _FEEDING and key in r.all_anchors:
+                    out.update(r.all_anchors)
+    return frozenset(out)
 
 
 def _applying(policies: Sequence[Policy], product: str, anchors: frozenset[str]

@@ -70,7 +70,8 @@ CREATE TABLE IF NOT EXISTS lease (
     heartbeat REAL,
     ttl REAL,
     acquired REAL,
-    heartbeat_mono REAL
+    heartbeat_mono REAL,
+    heartbeat_kernel REAL
 );
 CREATE TABLE IF NOT EXISTS applied (
     step_id TEXT PRIMARY KEY,
@@ -98,6 +99,11 @@ class Holder:
     """The holder's ``time.monotonic()`` at its last beat: the machine's own clock since
     boot, shared by every process on it and never stepped — a wall clock that jumps (or a
     process whose wall clock is ahead) cannot make a live lease look stale."""
+    heartbeat_kernel: float | None = None
+    """The kernel's seconds since boot at the holder's last beat (``/proc/uptime``,
+    :func:`memidex.write.procs.kernel_clock`): no process can fake it, so a process whose
+    clock functions are faked (libfaketime moves the monotonic clock too) still sees a
+    live holder fresh."""
 
     @property
     def held(self) -> bool:
@@ -107,15 +113,19 @@ class Holder:
         return self.held and process_alive(self.pid, self.pid_start, self.boot_id, self.host)
 
     def free_reason(self, now: float, default_ttl: float, *, mono: float | None = None,
+                    kernel: float | None = None,
                     unchanged_for: float = 0.0) -> str | None:
         """Why the lease can be taken (None while the holder is live and fresh).
 
         A heartbeat is stale when the wall clock AND — for a holder on this boot — the
-        monotonic clock both say it is older than the TTL (``mono``: the caller's
-        ``time.monotonic()``), so neither clock alone can expire a live lease: a wall clock
-        stepped forward, or a process whose wall clock runs ahead, still sees a fresh
-        monotonic beat. Or when the caller itself watched the same beat for longer than the
-        TTL (``unchanged_for``, by its own monotonic clock), which needs no clock of the
+        monotonic clock AND the kernel's time since boot all say it is older than the TTL
+        (``mono``: the caller's ``time.monotonic()``; ``kernel``: its
+        :func:`~memidex.write.procs.kernel_clock`), so no clock alone can expire a live
+        lease: a wall clock stepped forward, a process whose wall clock runs ahead, or one
+        whose clock functions are all faked (libfaketime) still sees a fresh beat; a
+        suspended machine (the kernel's count goes on, the monotonic clock does not) too.
+        Or when the caller itself watched the same beat for longer than the TTL
+        (``unchanged_for``, by its own monotonic clock), which needs no clock of the
         holder's at all."""
         if not self.held:
             return "free"
@@ -128,9 +138,10 @@ class Holder:
         wall_stale = self.heartbeat is None or now - self.heartbeat > ttl
         if not wall_stale:
             return None
-        if mono is not None and self.heartbeat_mono is not None and \
-                self.boot_id == boot_id() != "":
-            return "stale heartbeat" if mono - self.heartbeat_mono > ttl else None
+        if self.boot_id != boot_id() or self.boot_id == "":
+            return "stale heartbeat"  # another boot or host: its clocks mean nothing here
+        if _fresh(mono, self.heartbeat_mono, ttl) or _fresh(kernel, self.heartbeat_kernel, ttl):
+            return None
         return "stale heartbeat"
 
     def beat_key(self) -> tuple[int, str | None, float | None, float | None]:
@@ -148,21 +159,34 @@ class Holder:
         return text
 
 
+def _fresh(now: float | None, beat: float | None, ttl: float) -> bool:
+    """Whether one clock shared by holder and caller says the beat is at most ``ttl`` old.
+    A beat ahead of ``now`` says the two did not read the same clock (one of them faked
+    it): no evidence either way."""
+    if now is None or beat is None:
+        return False
+    return -0.5 <= now - beat <= ttl
+
+
 _GONE = {"rebooted": "holder's machine rebooted", "dead": "holder is dead",
          "reused": "holder's pid was reused"}
 _HOLDER_COLUMNS = "epoch, token, pid, pid_start, boot_id, host, heartbeat, ttl"
 
 
-def _has_mono(conn: sqlite3.Connection) -> bool:
-    """Whether the lease table has ``heartbeat_mono`` (an authority DB made before it had
-    one gains it when a writer opens it: :meth:`Authority.open`)."""
-    return any(row[1] == "heartbeat_mono"
-               for row in conn.execute("PRAGMA table_info(lease)").fetchall())
+_LATER_COLUMNS = ("heartbeat_mono", "heartbeat_kernel")
+"""Columns of the lease table an earlier memidex did not make (in the order added); an
+authority DB made before one gains it when a writer opens it (:meth:`Authority.open`)."""
+
+
+def _missing_columns(conn: sqlite3.Connection) -> list[str]:
+    have = {row[1] for row in conn.execute("PRAGMA table_info(lease)").fetchall()}
+    return [name for name in _LATER_COLUMNS if name not in have]
 
 
 def read_holder(conn: sqlite3.Connection) -> Holder | None:
-    mono = "heartbeat_mono" if _has_mono(conn) else "NULL"
-    row = conn.execute(f"SELECT {_HOLDER_COLUMNS}, {mono} FROM lease WHERE id = 1").fetchone()
+    missing = _missing_columns(conn)
+    later = ", ".join("NULL" if name in missing else name for name in _LATER_COLUMNS)
+    row = conn.execute(f"SELECT {_HOLDER_COLUMNS}, {later} FROM lease WHERE id = 1").fetchone()
     return Holder(*row) if row is not None else None
 
 
@@ -256,8 +280,8 @@ class Authority:
             holder = read_holder(conn)
             if mode is None or mode[0] != "wal" or holder is None:
                 raise Unusable("schema")
-            if not _has_mono(conn):  # made by an earlier memidex: one column more
-                conn.execute("ALTER TABLE lease ADD COLUMN heartbeat_mono REAL")
+            for name in _missing_columns(conn):  # made by an earlier memidex
+                conn.execute(f"ALTER TABLE lease ADD COLUMN {name} REAL")
         except sqlite3.DatabaseError as exc:
             conn.close()
             if isinstance(exc, sqlite3.OperationalError) and is_busy(exc):

@@ -45,7 +45,7 @@ from memidex.write.authority import (
     same_file,
     storage_failure,
 )
-from memidex.write.procs import current_process
+from memidex.write.procs import current_process, kernel_clock
 
 __all__ = ["AUTHORITY_FILE", "EPOCH_FILE", "LEASE_FILE", "Fenced", "Holder", "Lease"]
 
@@ -77,16 +77,19 @@ class Lease:
     def __init__(self, folder: Path, *, ttl: float, clock: Callable[[], float] = time.time,
                  busy_timeout: float = 5.0,
                  epoch_floor: Callable[[], int] | None = None,
-                 mono: Callable[[], float] = time.monotonic) -> None:
+                 mono: Callable[[], float] = time.monotonic,
+                 kernel: Callable[[], float | None] = kernel_clock) -> None:
         """``clock``: the wall clock the heartbeat records (shown by ``doctor``); ``mono``:
-        the machine's monotonic clock, which decides — with the wall clock — whether a
-        heartbeat is stale (tests inject both to fake a stale holder without sleeping)."""
+        the machine's monotonic clock and ``kernel`` the kernel's time since boot, which
+        decide — with the wall clock — whether a heartbeat is stale (tests inject all three
+        to fake a stale holder without sleeping)."""
         if ttl <= 0:
             raise ValueError("ttl must be positive")
         self.folder = folder
         self.ttl = ttl
         self.clock = clock
         self.mono = mono
+        self.kernel = kernel
         self.busy_timeout = busy_timeout
         self.authority = Authority(folder, busy_timeout=busy_timeout, epoch_floor=epoch_floor)
         self.me = current_process()
@@ -185,9 +188,11 @@ class Lease:
                 raise Unusable("no lease row")
             now = self.clock()
             mono = self.mono()
+            kernel = self.kernel()
             watched, since = self._watched
             unchanged = mono - since if watched == holder.beat_key() else 0.0
-            reason = holder.free_reason(now, self.ttl, mono=mono, unchanged_for=unchanged)
+            reason = holder.free_reason(now, self.ttl, mono=mono, kernel=kernel,
+                                        unchanged_for=unchanged)
             if reason is None:
                 conn.execute("ROLLBACK")
                 return holder
@@ -195,10 +200,10 @@ class Lease:
             token = secrets.token_hex(16)
             conn.execute(
                 "UPDATE lease SET epoch = ?, token = ?, pid = ?, pid_start = ?, boot_id = ?, "
-                "host = ?, heartbeat = ?, ttl = ?, acquired = ?, heartbeat_mono = ? "
-                "WHERE id = 1",
+                "host = ?, heartbeat = ?, ttl = ?, acquired = ?, heartbeat_mono = ?, "
+                "heartbeat_kernel = ? WHERE id = 1",
                 (epoch, token, self.me.pid, self.me.start, self.me.boot_id, self.me.host,
-                 now, self.ttl, now, mono),
+                 now, self.ttl, now, mono, kernel),
             )
             atomic_write(self.folder / EPOCH_FILE, f"{epoch}\n".encode())
             self._write_lease_copy(epoch, now)
@@ -342,9 +347,9 @@ class Lease:
             if not same_file(self.authority.db, file_id):
                 raise Unusable("replaced")
             now = self.clock()
-            cur = conn.execute("UPDATE lease SET heartbeat = ?, heartbeat_mono = ? "
-                               "WHERE id = 1 AND epoch = ? AND token = ?",
-                               (now, self.mono(), self.epoch, self.token))
+            cur = conn.execute("UPDATE lease SET heartbeat = ?, heartbeat_mono = ?, "
+                               "heartbeat_kernel = ? WHERE id = 1 AND epoch = ? AND token = ?",
+                               (now, self.mono(), self.kernel(), self.epoch, self.token))
             if cur.rowcount != 1:
                 raise Unusable("superseded")
             with contextlib.suppress(OSError):
@@ -402,7 +407,8 @@ class Lease:
                     ok = same_file(self.authority.db, self._file)
                     cur = conn.execute(
                         "UPDATE lease SET token = NULL, pid = NULL, pid_start = NULL, "
-                        "boot_id = NULL, host = NULL, heartbeat = NULL, heartbeat_mono = NULL "
+                        "boot_id = NULL, host = NULL, heartbeat = NULL, heartbeat_mono = NULL, "
+                        "heartbeat_kernel = NULL "
                         "WHERE id = 1 "
                         "AND epoch = ? AND token = ?", (self.epoch, self.token)) if ok else None
                     released = cur is not None and cur.rowcount == 1

@@ -22,6 +22,7 @@ from memidex.write.authority import (
     storage_failure,
 )
 from memidex.write.journal import Journal
+from memidex.write.procs import kernel_clock
 
 __all__ = ["lease_status"]
 
@@ -63,7 +64,7 @@ def lease_status(folder: Path, *, clock: Callable[[], float] = time.time) -> dic
         if holder.held:
             ttl = holder.ttl or 30.0
             age = now - holder.heartbeat if holder.heartbeat is not None else None
-            reason = holder.free_reason(now, ttl, mono=time.monotonic())
+            reason = holder.free_reason(now, ttl, mono=time.monotonic(), kernel=kernel_clock())
             past = reason == "stale heartbeat"
             alive = holder.alive()
             out.update(

@@ -53,6 +53,7 @@ from memidex.store.fsio import (
 from memidex.write.journal import ChangeSet, Journal, Op, Owner
 from memidex.write.lease import Fenced, Lease
 from memidex.write.ledger import Entry, Ledger, LedgerOp, record_id_of
+from memidex.write.procs import kernel_clock
 
 __all__ = [
     "Change",
@@ -449,6 +450,7 @@ class WriterSession:
 def writer_session(store: Store, *, wait: float, ttl: float, maintenance: bool = False,
                    clock: Callable[[], float] = time.time,
                    mono: Callable[[], float] = time.monotonic,
+                   kernel: Callable[[], float | None] = kernel_clock,
                    busy_timeout: float = 5.0) -> Iterator[WriterSession]:
     """Hold the writer lease of ``store``'s knowledge folder for the ``with`` block.
 
@@ -457,7 +459,7 @@ def writer_session(store: Store, *, wait: float, ttl: float, maintenance: bool =
     """
     journal = Journal(store.queue_dir)
     lease = Lease(store.knowledge, ttl=ttl, clock=clock, busy_timeout=busy_timeout,
-                  epoch_floor=journal.max_epoch, mono=mono)
+                  epoch_floor=journal.max_epoch, mono=mono, kernel=kernel)
     lease.acquire(wait=wait, maintenance=maintenance)
     session = WriterSession(store, lease, journal)
     try:
