@@ -113,9 +113,10 @@ def test_maintenance_refuses_at_once_under_a_daemon_and_changes_nothing(
     assert out.returncode == 3
     assert out.stderr.startswith(f"error: writer lease is held by pid {d.pid} (epoch "
                                  f"{d.epoch}, heartbeat ")
-    purge = run_cli(repo, "knowledge", "purge", make_record().id, "--wait", "10")
+    purge = run_cli(repo, "knowledge", "purge", make_record().id, "--wait", "120")
     assert purge.returncode == 3 and f"held by pid {d.pid}" in purge.stderr
-    assert time.monotonic() - started < 5  # refused at once, not after --wait
+    # refused at once, not after --wait: a bound no loaded machine comes near
+    assert time.monotonic() - started < 60
     assert _files(repo, f"{KNOWLEDGE}/records", f"{KNOWLEDGE}/index", "policies") == before
     os.kill(d.pid, signal.SIGTERM)
     code, report, _ = d.finish()

@@ -185,10 +185,10 @@ def test_killed_holder_is_taken_over_inside_the_ttl(root: Path) -> None:
     wait_stopped(a.pid)
     a.kill()  # not reaped yet: a zombie counts as dead too
     started = time.monotonic()
-    code, evs = drive(root, "write", "--prefix", "b", "--ttl", "30", "--wait", "20")
+    code, evs = drive(root, "write", "--prefix", "b", "--ttl", "30", "--wait", "120")
     took = time.monotonic() - started
     kill(a)
-    assert code == 0 and took < 5
+    assert code == 0 and took < 60  # taken over at once, not after the --wait
     granted = evs[0]
     assert granted["epoch"] == a_epoch + 1 and granted["took_over"] == "holder is dead"
     assert granted["staging_removed"] == 1 and granted["replayed"] == 1
@@ -230,19 +230,23 @@ def test_maintenance_refuses_at_once_under_a_live_holder(root: Path) -> None:
     drive(root, "write", "--prefix", "x")
     holder = spawn(root, "hold", "--seconds", "30", "--ttl", "1")
     epoch = read_event(holder, "granted")["epoch"]
+    granted_at = time.monotonic()
     try:
         before = snapshot(root)
         time.sleep(1.2)  # longer than the TTL: the heartbeat keeps it
         started = time.monotonic()
-        code, evs = drive(root, "write", "--prefix", "y", "--maintenance", "--ttl", "1")
-        assert time.monotonic() - started < 3
+        code, evs = drive(root, "write", "--prefix", "y", "--maintenance", "--ttl", "1",
+                          "--wait", "120")
+        assert time.monotonic() - started < 60  # refused at once, not after the --wait
         assert code == 3
         assert evs[-1]["message"].startswith(
             f"writer lease is held by pid {holder.pid} (epoch {epoch}, heartbeat ")
         assert snapshot(root) == before
         status = lease_status(knowledge(root))
         assert status["held"] and status["pid"] == holder.pid and status["alive"]
-        assert status["epoch"] == epoch and status["heartbeat_age_seconds"] < 1
+        # the heartbeat went on after the grant (its age is below the time since then)
+        assert status["epoch"] == epoch
+        assert status["heartbeat_age_seconds"] < time.monotonic() - granted_at
     finally:
         kill(holder)
     status = lease_status(knowledge(root))

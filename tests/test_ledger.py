@@ -342,7 +342,7 @@ def test_a_reader_does_not_hang_on_a_paused_installer(base: Path) -> None:
         started = time.monotonic()
         with visibility.shared(knowledge(base), wait=0.3) as vis:
             assert not vis.locked and vis.interrupted is not None
-        assert time.monotonic() - started < 2
+        assert time.monotonic() - started < 30  # a hang is what this catches, not speed
     finally:
         os.kill(proc.pid, signal.SIGCONT)
         proc.communicate(timeout=30)

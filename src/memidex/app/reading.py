@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
+from memidex.app.arguments import MAX_LIMIT, anchors_of, check_limit, kinds_of, statuses_of
 from memidex.config import Config
 from memidex.errors import (
     AmbiguousIdError,
@@ -22,8 +23,7 @@ from memidex.errors import (
     NotFoundError,
     UsageError,
 )
-from memidex.records.vocab import KINDS, STATUSES
-from memidex.search.ranking import DEFAULT_STATUSES, SearchQuery
+from memidex.search.ranking import SearchQuery
 from memidex.store.files import LoadedRecord, Store
 
 if TYPE_CHECKING:
@@ -42,51 +42,12 @@ if TYPE_CHECKING:
     from memidex.search.ranking import SearchHit
     from memidex.serve.values import Brief
 
+
 __all__ = ["MAX_LIMIT", "Reading", "check_limit", "kinds_of", "statuses_of"]
 
 T = TypeVar("T")
-MAX_LIMIT = 2**63 - 1  # memidex.records.model.MAX_ORDINAL (not imported on a search)
 LEXICAL = "lexical-only"
 SCAN = "bundle-scan"
-
-
-def statuses_of(statuses: Sequence[str] | None) -> tuple[str, ...]:
-    if statuses is None:
-        return DEFAULT_STATUSES
-    if "any" in statuses:
-        return ()
-    bad = [s for s in statuses if s not in STATUSES]
-    if bad:
-        raise UsageError(f"unknown status {bad[0]!r}: use {', '.join(STATUSES)} or any")
-    return tuple(sorted(set(statuses)))
-
-
-def kinds_of(kinds: Sequence[str]) -> tuple[str, ...]:
-    bad = [k for k in kinds if k not in KINDS]
-    if bad:
-        raise UsageError(f"unknown kind {bad[0]!r}: use {', '.join(KINDS)}")
-    return tuple(sorted(set(kinds)))
-
-
-def check_limit(limit: int) -> None:
-    if not 1 <= limit <= MAX_LIMIT:
-        raise UsageError(f"--limit must be a whole number from 1 to {MAX_LIMIT}")
-
-
-def anchors_of(anchors: Sequence[str], *, flag: str, prefix: bool = True) -> tuple[str, ...]:
-    """Anchors given on a command line: ``type:value``, or (``prefix``) a prefix of one
-    ending in ``*``. A malformed one is a usage error — never a filter matching nothing."""
-    from memidex.records.ids import ANCHOR_RE
-
-    for a in anchors:
-        if len(a) > 1000 or "\n" in a or "\r" in a or not (
-                ANCHOR_RE.fullmatch(a) or (prefix and a.endswith("*") and (
-                    ANCHOR_RE.fullmatch(a[:-1]) or
-                    (":" in a and ANCHOR_RE.fullmatch(a[:-1] + "x"))))):
-            raise UsageError(f"malformed {flag} anchor {a[:80]!r}",
-                             hint="an anchor is type:value with a lowercase type (a "
-                             "trailing * matches a prefix), e.g. page:/checkout")
-    return tuple(sorted(set(anchors)))
 
 
 class Reading:

@@ -35,14 +35,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, TypeVar, cast
 
-from memidex.app.reading import (
-    LEXICAL,
-    Reading,
-    anchors_of,
-    check_limit,
-    kinds_of,
-    statuses_of,
-)
+from memidex.app.arguments import anchors_of, check_limit, kinds_of, statuses_of
+from memidex.app.reading import LEXICAL, Reading
 from memidex.config import Config
 from memidex.errors import (
     AmbiguousIdError,
