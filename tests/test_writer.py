@@ -231,3 +231,35 @@ def test_a_closed_session_writes_nothing(base: Path) -> None:
     with pytest.raises(LeaseError):
         w.write(make_record("late"))
     assert snapshot(base) == INITIAL
+
+
+def test_a_full_disk_after_the_change_set_landed_says_so_and_the_next_writer_finishes(
+        base: Path) -> None:
+    """The disk fills up after the records are in place (the ledger entry or the journal
+    marks cannot be written): the error says the change set landed — never "no record was
+    changed" — and the next writer finishes it from the journal."""
+    from memidex._testing import at_step, set_step_hook
+    from memidex.errors import NoSpaceError
+
+    def full(_name: str) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    store = store_for(base)
+    record = make_record("after-landing")
+    at_step("ledger.written", full)
+    try:
+        with pytest.raises(NoSpaceError) as err, \
+                writer_session(store, wait=0, ttl=30) as w:
+            w.write(record)
+    finally:
+        set_step_hook(None)
+    assert "landed" in err.value.message and "1 record file(s) changed" in err.value.message
+    assert "no record was changed" not in f"{err.value.message} {err.value.hint}"
+    assert "finishes the change set" in (err.value.hint or "")
+    path = base / knowledge(base).relative_to(base) / "records"
+    assert any(record.id in p.name for p in path.rglob("*.md"))  # it is in place
+    with writer_session(store, wait=0, ttl=30):
+        pass  # recovery: the journal's change set is finished
+    assert assert_clean(base) is None
+    entries = [e for e in Ledger(store.queue_dir).entries() if e.outcome == "landed"]
+    assert sum(1 for e in entries for op in e.ops if record.id in op.path) == 1
