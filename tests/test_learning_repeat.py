@@ -47,3 +47,23 @@ def test_a_symlinked_run_store_is_refused_and_nothing_lands_outside(repo: Path,
     assert out.returncode == 4 and "symlink" in out.stderr and "Traceback" not in out.stderr
     assert list(outside.iterdir()) == []
     assert not list((repo / "agent-qa-knowledge/memory/records").rglob("*.md"))
+
+
+def test_a_fresh_clone_ingesting_a_run_its_records_learned_counts_nothing_twice(
+        repo: Path) -> None:
+    """A clone has the records but not the run store (``.agent-qa/`` is not committed), so
+    the run's digest does not say "already ingested": the records' evidence does. The
+    same run ingested again on such a clone confirms nothing a second time."""
+    import shutil
+    import subprocess
+
+    _json(repo, "runs", "ingest", str(RUNS / "r-0051.json"))
+    records = repo / "agent-qa-knowledge/memory/records"
+    learned = {p: p.read_bytes() for p in records.rglob("*.md")}
+    confirmed = [p for p, data in learned.items() if b"r-0051" in data]
+    assert confirmed
+    shutil.rmtree(repo / ".agent-qa")  # what a fresh clone has: the records alone
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    out = _json(repo, "runs", "ingest", str(RUNS / "r-0051.json"))
+    assert {c["op"] for c in out["changes"]} <= {"noop"}, out["changes"]
+    assert {p: p.read_bytes() for p in records.rglob("*.md")} == learned

@@ -153,6 +153,11 @@ def decide(c: Candidate, existing: Record | None, ctx: Context) -> Decision:
     # A record a person wrote carries no claim to compare: a run never confirms it on its
     # own; the change it would make is proposed instead (the ingest's checks).
     if old_claim in c.claim_keys or (old_claim is None and existing.trust.source != "human"):
+        if any(e.run == ev.run for e in existing.evidence):
+            # the record holds this run's evidence already: it was learned from this run
+            # before (a clone without the run store, where the same run is not recognised)
+            return Decision("noop", rid, None, existing,
+                            note=f"already confirmed by run {ev.run}")
         trust = confirm_trust(existing.trust, ordinal=n, ci=ctx.ci)
         evidence, total = _append(existing, ev, ctx.settings.evidence_max)
         status = existing.status
