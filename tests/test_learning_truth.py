@@ -136,6 +136,34 @@ def test_an_outage_is_environment_never_flaky(repo: Path) -> None:
     assert {t.test_id: t.cause for t in run.tests if t.cause} == out["analysis"]
 
 
+def test_a_correlated_failure_is_cautioned_about_the_outage_not_its_own_element(
+        repo: Path) -> None:
+    """A UI test failing only because an API is down gets the outage's caution (about
+    what the API test's error names, with the UI test among its anchors), never a
+    caution about its own element or page: those work, the API did not."""
+    api = a_test("api-rates", [step(0, "api:/api/shipping-rates", "200",
+                                    kind="assert-status")])
+    ui = a_test("checkout", [step(0, "el:field:shipping-method", "Standard",
+                                  kind="assert-value", anchors=("page:/checkout",))])
+    for n in (1, 2):
+        ingest(repo, a_run(f"r-{n}", [api, ui]))
+    down_api = a_test("api-rates", [step(0, "api:/api/shipping-rates", None,
+                                         kind="assert-status", passed=False)],
+                      verdict="fail", failure={"message": "expect(response).toBeOK() failed"
+                                               " | ← 503 Service Unavailable", "step": 0})
+    empty = step(0, "el:field:shipping-method", "", kind="assert-value", passed=False,
+                 anchors=("page:/checkout",))
+    down_ui = a_test("checkout", [empty], verdict="fail", failure={
+        "message": "expect(locator).toHaveValue() failed | Timeout: 3000ms", "step": 0})
+    out = ingest(repo, a_run("r-3", [down_api, down_ui]))
+    assert out["analysis"] == {"api-rates": "environment", "checkout": "environment"}
+    cautions = [load(repo, rid) for rid in ops(out) if rid.startswith("caution-")]
+    assert [c.anchor for c in cautions] == ["api:/api/shipping-rates"], cautions
+    assert "test:checkout" in cautions[0].anchors
+    assert not any(c.anchor in ("el:field:shipping-method", "page:/checkout")
+                   for c in cautions)
+
+
 def test_an_unknown_is_resolved_after_two_passing_runs(repo: Path) -> None:
     for n in (1, 2):
         ingest(repo, total(f"r-{n}", "Total: €37.00"))

@@ -14,8 +14,9 @@ Pure functions, no I/O. For each run:
   (``Expected``/``Received``): what the element shows now, which closes the fact it
   contradicts — never confirmed by a failure alone;
 * a **caution** for each failure classified ``flaky`` or ``environment`` — about the
-  failing element, or for an environmental failure the host its error names — and for a
-  strict-mode violation, naming the ambiguous locator and the runner's suggestions;
+  failing element, or for an environmental failure the host its error names, or for one
+  correlated with another test's outage that test's subject — and for a strict-mode
+  violation, naming the ambiguous locator and the runner's suggestions;
 * a **procedure** for each fully passing test with steps — its steps in order, by their
   own titles; one per spec, whichever browser project ran it;
 * an **unknown** for each failure classified ``app-bug`` or ``unknown`` — about the
@@ -251,6 +252,23 @@ def _caution(run: Run, test: TestResult, cause: str, why: str = "") -> Candidate
         test_id=test.test_id, cause=cause, runner_flaky=cause == "flaky" and test.flaky)
 
 
+def _outage_caution(run: Run, test: TestResult, causes: Mapping[str, str],
+                    why: Mapping[str, str]) -> Candidate | None:
+    """The caution for a failure correlated with another test's environmental failure
+    (analysis rule 4): about what the outage hits — the subject of the failure whose own
+    error (or hint) named the environment — with this test among its anchors, never about
+    this test's page or element, which the outage only reached through it (None: no such
+    failure in the run)."""
+    direct = [t for t in run.tests
+              if causes.get(t.test_id) == "environment" and t.test_id not in why]
+    source = next((t for t in direct if t.test_id in why[test.test_id]),
+                  direct[0] if direct else None)
+    if source is None:
+        return None
+    c = _caution(run, source, "environment")
+    return replace(c, anchors=_further(c.anchor, c.anchors, [f"test:{spec_id(test)}"]))
+
+
 def _ambiguous(run: Run, test: TestResult) -> Candidate | None:
     """A strict-mode violation: a caution naming the locator that matched several
     elements and the runner's ``aka`` suggestions (anchors of the failing step)."""
@@ -391,7 +409,12 @@ def project(run: Run, causes: Mapping[str, str],
                         # closing a belief that says otherwise, never confirming one
                         c = replace(c, from_failure=True, held=reasons[step.target])
                     out[c.subject] = c
-        if cause in ("flaky", "environment"):
+        if cause == "environment" and test.test_id in why and \
+                (shared := _outage_caution(run, test, causes, why)) is not None:
+            out[shared.subject] = shared if shared.subject not in out else replace(
+                out[shared.subject], anchors=_further(
+                    shared.anchor, out[shared.subject].anchors, shared.anchors))
+        elif cause in ("flaky", "environment"):
             c = _caution(run, test, cause, why.get(test.test_id, ""))
             out.setdefault(c.subject, c)
         elif cause == "test-bug":
