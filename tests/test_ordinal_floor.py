@@ -32,13 +32,21 @@ def test_a_clone_without_counters_numbers_and_serves_after_its_records(repo: Pat
     assert brief["ordinal"] == 10  # not 1: the current version (from 8) is what is served
     served = {r["id"]: r for r in brief["records"]}
     assert fact in served and "enabled" in served[fact]["title"]
-    # The next run gets ordinal 9, after every ordinal the records name.
-    out = _json(repo, "runs", "ingest", str(RUNS[8]))
-    assert out["ordinal"] == 10
-    assert dict(out_op for out_op in ((c["id"], c["op"]) for c in out["changes"]))[fact] \
-        == "confirm"
+    # The same run again: its evidence is in the records, so nothing is counted twice.
+    again = _json(repo, "runs", "ingest", str(RUNS[8]))
+    assert dict((c["id"], c["op"]) for c in again["changes"])[fact] == "noop"
+    # The next run gets the next ordinal, after every ordinal the records name.
+    import json
+
+    data = json.loads(RUNS[8].read_text(encoding="utf-8"))
+    data["run_id"] = "r-next"
+    nxt = repo / "r-next.json"
+    nxt.write_text(json.dumps(data), encoding="utf-8")
+    out = _json(repo, "runs", "ingest", str(nxt))
+    assert out["ordinal"] == again["ordinal"] + 1 == 11
+    assert dict((c["id"], c["op"]) for c in out["changes"])[fact] == "confirm"
     # A record a person adds starts at the current ordinal, not at 0.
     added = _json(repo, "knowledge", "add", "--kind", "fact", "--anchor", "el:link:help",
                   "--title", "Help opens a drawer")
     shown = _json(repo, "knowledge", "show", added["id"])
-    assert shown["valid"]["from"] == 10
+    assert shown["valid"]["from"] == 11

@@ -27,6 +27,7 @@ __all__ = [
     "EXIT_LEASE",
     "EXIT_INVALID",
     "EXIT_INTERRUPTED",
+    "LANDED_NOTE",
     "AmbiguousIdError",
     "ConfigError",
     "ConflictError",
@@ -218,9 +219,28 @@ class ProblemsFound(MemidexError):
 _SPACE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
+LANDED_NOTE = "memidex_landed"
+"""The attribute the writer sets on an ``OSError`` raised after a change set landed (its
+records in place, its ledger entry or journal marks not written): what landed."""
+
+
 def from_os_error(exc: OSError) -> StorageError:
     """The :class:`StorageError` (or :class:`NoSpaceError`) for an ``OSError``, by its
-    ``errno``, with a hint that fits it (not "free space" for a folder in the way)."""
+    ``errno``, with a hint that fits it (not "free space" for a folder in the way). After
+    a change set landed (:data:`LANDED_NOTE`) it says so, and that the next write finishes
+    it — never that no record was changed."""
+    landed = getattr(exc, LANDED_NOTE, None)
+    if isinstance(landed, str):
+        plain = _from_os_error(exc)
+        first = ("free some space, then" if isinstance(plain, NoSpaceError) else
+                 "fix the disk, then")
+        return type(plain)(f"{plain.message} {landed}",
+                           hint=f"{first} run any write (e.g. `memidex daemon --once`): it "
+                           "finishes the change set from its journal; nothing is lost")
+    return _from_os_error(exc)
+
+
+def _from_os_error(exc: OSError) -> StorageError:
     where = f": {exc.filename}" if exc.filename else ""
     code = exc.errno
     if code in _SPACE_ERRNOS:

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from memidex._testing import step
-from memidex.errors import ConflictError, LeaseError, RecordError, StorageError
+from memidex.errors import LANDED_NOTE, ConflictError, LeaseError, RecordError
 from memidex.records.codec import content_hash, dump_record, parse_record_bytes
 from memidex.records.model import Record
 from memidex.store import visibility
@@ -312,7 +312,9 @@ class WriterSession:
             self.journal.finish(cs)
             step("journal.finished")
         except OSError as exc:  # the records are in place: say so, never "nothing changed"
-            raise _after_landing(exc, cs) from None
+            setattr(exc, LANDED_NOTE, f"after change set {cs.id} landed ({len(cs.ops)} "
+                    "record file(s) changed; its ledger entry or journal marks not written)")
+            raise
 
     def _entry(self, cs: ChangeSet, outcome: str, ops: Sequence[Op]) -> Entry:
         return Entry(id=cs.id, command=cs.command, run_id=cs.run_id, ordinal=cs.ordinal,
@@ -472,19 +474,3 @@ def writer_session(store: Store, *, wait: float, ttl: float, maintenance: bool =
     finally:
         session.close()
         lease.release()
-
-
-def _after_landing(exc: OSError, cs: ChangeSet) -> StorageError:
-    """A disk error after change set ``cs`` landed (its ledger entry or journal marks not
-    written): the records changed, and the next writer finishes it from the journal."""
-    from memidex.errors import NoSpaceError, from_os_error
-
-    plain = from_os_error(exc)
-    landed = (f"after change set {cs.id} landed ({len(cs.ops)} record file(s) changed; "
-              "its ledger entry or journal marks not written)")
-    hint = ("free some space, then run any write (e.g. `memidex daemon --once`): it "
-            "finishes the change set from its journal; nothing is lost"
-            if isinstance(plain, NoSpaceError) else
-            "fix the disk, then run any write (e.g. `memidex daemon --once`): it finishes "
-            "the change set from its journal; nothing is lost")
-    return type(plain)(f"{plain.message} {landed}", hint=hint)
