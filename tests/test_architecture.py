@@ -69,6 +69,8 @@ RANK = {
     # the warm path's socket, protocol and file watcher: the standard library (and
     # inotify_simple) only; the CLI serves its commands through it (cli/warmserve.py)
     "warm": 3.2,
+    # the local servers' listening socket, loopback test and ASGI types (standard library)
+    "listening": 3.3,
     "_testing": 3.5,  # the fault-injection seam: swaps a name in store.fsio, used by write
     "evidence": 3.6,  # the run-evidence format: schema, values, validation, loading
     "vectors": 3.8,  # embedding models, sparse tf-idf, hybrid ranking: pure, numpy lazily

@@ -26,15 +26,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import secrets
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Callable
 from http.cookies import SimpleCookie
-from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
 
 from memidex.errors import UsageError
+from memidex.listening import ASGIApp, Message, Receive, Scope, Send, is_loopback
 
 __all__ = ["CSP", "COOKIE", "TOKEN_ENV", "Csrf", "Guard", "check_binding", "is_loopback"]
 
@@ -55,21 +54,8 @@ HEADERS: tuple[tuple[bytes, bytes], ...] = (
     (b"cross-origin-resource-policy", b"same-origin"),
 )
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` names this machine only (``localhost``, 127.0.0.0/8, ``::1``)."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def check_binding(host: str, token: str | None) -> None:

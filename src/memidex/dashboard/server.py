@@ -4,16 +4,14 @@ SIGTERM."""
 
 from __future__ import annotations
 
-import errno
 import signal
-import socket
 import threading
 import webbrowser
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from memidex.dashboard.security import check_binding, is_loopback
-from memidex.errors import UsageError
+from memidex.dashboard.security import check_binding
+from memidex.listening import bind, is_loopback, url_host
 
 if TYPE_CHECKING:
     from memidex.app import Memidex
@@ -21,32 +19,6 @@ if TYPE_CHECKING:
 __all__ = ["bind", "serve", "url_host"]
 
 
-def url_host(host: str) -> str:
-    return f"[{host.strip('[]')}]" if ":" in host else host
-
-
-def bind(host: str, port: int) -> socket.socket:
-    """A listening TCP socket on ``host``:``port`` (0: a free port), or :class:`UsageError`."""
-    try:
-        infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM,
-                                   flags=socket.AI_PASSIVE)
-    except socket.gaierror as exc:
-        raise UsageError(f"--host {host}: {exc.strerror}") from None
-    family, kind, proto, _name, address = infos[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(128)
-    except OSError as exc:
-        sock.close()
-        why = {errno.EADDRINUSE: "is in use", errno.EACCES: "needs privileges",
-               errno.EADDRNOTAVAIL: "is not an address of this machine"}.get(
-            exc.errno or 0, exc.strerror or str(exc))
-        raise UsageError(f"cannot listen on {url_host(host)}:{port}: the address {why}",
-                         hint="choose another --port (0 picks a free one)") from None
-    sock.set_inheritable(True)
-    return sock
 
 
 def serve(m: Memidex, *, host: str, port: int, token: str | None, open_browser: bool,

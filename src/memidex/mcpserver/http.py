@@ -18,20 +18,17 @@ app, which :mod:`memidex.mcpserver.server` builds.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import hmac
-import ipaddress
 import json
 import math
-import socket
 import threading
 import time
-from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from memidex.errors import UsageError
+from memidex.listening import ASGIApp, Receive, Scope, Send, bind, is_loopback, url_host
 
 __all__ = ["DEFAULT_RATE", "MIN_TOKEN", "TOKEN_ENV", "Guard", "RateLimiter", "bind",
            "check_binding", "is_loopback", "url_host"]
@@ -44,25 +41,10 @@ DEFAULT_RATE = 20.0
 MAX_CLIENTS = 10_000
 """Buckets kept; past this, those already full again (idle clients) are forgotten."""
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` names this machine only (``localhost``, 127.0.0.0/8, ``::1``)."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
-def url_host(host: str) -> str:
-    return f"[{host.strip('[]')}]" if ":" in host else host
 
 
 def check_binding(host: str, tokens: Sequence[str]) -> None:
@@ -79,28 +61,6 @@ def check_binding(host: str, tokens: Sequence[str]) -> None:
                          hint="every request then needs `Authorization: Bearer TOKEN`")
 
 
-def bind(host: str, port: int) -> socket.socket:
-    """A listening TCP socket on ``host``:``port`` (0: a free port), or :class:`UsageError`."""
-    try:
-        infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM,
-                                   flags=socket.AI_PASSIVE)
-    except socket.gaierror as exc:
-        raise UsageError(f"--host {host}: {exc.strerror}") from None
-    family, kind, proto, _name, address = infos[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(128)
-    except OSError as exc:
-        sock.close()
-        why = {errno.EADDRINUSE: "is in use", errno.EACCES: "needs privileges",
-               errno.EADDRNOTAVAIL: "is not an address of this machine"}.get(
-            exc.errno or 0, exc.strerror or str(exc))
-        raise UsageError(f"cannot listen on {url_host(host)}:{port}: the address {why}",
-                         hint="choose another --port (0 picks a free one)") from None
-    sock.set_inheritable(True)
-    return sock
 
 
 @dataclass
@@ -151,7 +111,7 @@ def _digest(token: str) -> bytes:
 class Guard:
     """The ASGI middleware of the module doc: limits, then the token, then ``app``."""
 
-    def __init__(self, app: App, *, tokens: Sequence[str], limiter: RateLimiter) -> None:
+    def __init__(self, app: ASGIApp, *, tokens: Sequence[str], limiter: RateLimiter) -> None:
         self.app = app
         self.digests = [_digest(t) for t in tokens]
         self.limiter = limiter
