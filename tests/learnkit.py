@@ -77,6 +77,20 @@ def cli_json(root: Path, *args: str, code: int = 0) -> dict[str, Any]:
     return data
 
 
+def learned_repo(root: Path, run: str = "r-0051") -> Path:
+    """A fresh git repository at ``root`` (memidex init, product shop-web) that learned the
+    example run ``run``."""
+    from conftest import git
+    from memidex.store.layout import init_repository
+
+    root.mkdir(parents=True)
+    git(root, "init", "-q")
+    init_repository(root)
+    (root / "memidex.toml").write_text('product = "shop-web"\n', encoding="utf-8")
+    ingest(root, example(run))
+    return root
+
+
 def example(name: str) -> Path:
     return EXAMPLES / f"{name}.json"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
-from learnkit import example, ingest
+from learnkit import example, learned_repo
 
 INDEX = "agent-qa-knowledge/memory/index/memidex.sqlite"
 
@@ -24,15 +24,7 @@ INDEX = "agent-qa-knowledge/memory/index/memidex.sqlite"
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A repository that learned r-0051, with its index built."""
-    from conftest import git
-    from memidex.store.layout import init_repository
-
-    root = tmp_path_factory.mktemp("indexed") / "repo"
-    root.mkdir()
-    git(root, "init", "-q")
-    init_repository(root)
-    (root / "memidex.toml").write_text('product = "shop-web"\n', encoding="utf-8")
-    ingest(root, example("r-0051"))
+    root = learned_repo(tmp_path_factory.mktemp("indexed") / "repo")
     assert run_cli(root, "knowledge", "rebuild-index").returncode == 0
     return root
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from conftest import run_cli
-from learnkit import error_lines, example, ingest
+from learnkit import error_lines, example, learned_repo
 
 TESTS = ".agent-qa/runs/tests-shop-web.json"
 FROZEN = ".agent-qa/runs/r-0051.json"
@@ -28,15 +28,7 @@ ORDINALS = ".agent-qa/build-ordinals.json"
 @pytest.fixture(scope="module")
 def learned(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A repository that learned r-0051 (its index built)."""
-    from conftest import git
-    from memidex.store.layout import init_repository
-
-    root = tmp_path_factory.mktemp("learned") / "repo"
-    root.mkdir()
-    git(root, "init", "-q")
-    init_repository(root)
-    (root / "memidex.toml").write_text('product = "shop-web"\n', encoding="utf-8")
-    ingest(root, example("r-0051"))
+    root = learned_repo(tmp_path_factory.mktemp("learned") / "repo")
     return root
 
 
