@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -450,3 +451,37 @@ def test_git_path_sees_an_edit_whose_mtime_was_put_back(repo: Path) -> None:
     os.utime(paths[2], ns=(before.st_atime_ns, before.st_mtime_ns))
     os.utime(paths[2].parent, (OLD, OLD))
     assert _refresh(repo).changed == [str(paths[2].relative_to(repo))]  # type: ignore[attr-defined]
+
+
+def test_whole_index_answers_are_kept_only_while_no_connection_commits(repo: Path) -> None:
+    """A long-lived reader (a warm server's doctor) keeps counts, the comparison, the
+    table shape and the duplicate ids between calls — until any connection commits: a
+    refresh in another process, or this connection itself."""
+    from memidex.index.query import duplicate_ids
+
+    for i in range(3):
+        write_record(repo, make_record(anchor=f"el:button:b{i}", title=f"Button {i} works"))
+    Memidex(repo).rebuild_index()
+    path = repo / "agent-qa-knowledge/memory/index/memidex.sqlite"
+    db = IndexDB.open(path)
+    try:
+        first = (db.counts(), db.introspect(), db.compare(), duplicate_ids(db))
+        assert first[0]["records"] == 3
+        first[0]["records"] = 99  # a caller changing its copy changes nothing kept
+
+        def again() -> dict[str, int]:
+            raise AssertionError("counted again with nothing committed")
+
+        db._counts = again  # type: ignore[method-assign]
+        assert db.counts()["records"] == 3  # kept: the index did not change
+        del db._counts
+        # another process writes: a new record file, refreshed by a one-shot command
+        write_record(repo, make_record(anchor="el:button:b9", title="Button 9 works"))
+        out = subprocess.run([sys.executable, "-m", "memidex", "--root",
+                              str(repo), "knowledge", "list", "--json"],
+                             capture_output=True, text=True, check=False)
+        assert out.returncode == 0, out.stderr
+        assert db.counts()["records"] == 4
+        assert db.introspect()["tables"]["records"] == 4
+    finally:
+        db.conn.close()

@@ -10,6 +10,7 @@ method to one of them in one line. Every method returns a typed value
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -91,14 +92,16 @@ LEVELS = ("memidex", "lexical-only", "static-floor", "bundle-scan")
 class Memidex:
     """One repository's knowledge: records, policies, runs and the derived index."""
 
-    def __init__(self, root: Path | None = None, *, config: Config | None = None,
+    def __init__(self, root: str | os.PathLike[str] | None = None, *,
+                 config: Config | None = None,
                  overrides: Mapping[str, Any] | None = None, wait: float = 10.0,
                  strict_config: bool = True) -> None:
         """``wait``: seconds a writing command waits for the writer lease (or for a
         running daemon to apply its change). ``strict_config=False``: a bad key of
         ``memidex.toml`` is kept in ``config.problems`` for ``doctor`` and ``check`` to
         report, instead of refusing to start."""
-        self.config = config or load_config(root, overrides=overrides, strict=strict_config)
+        self.config = config or load_config(None if root is None else Path(root),
+                                            overrides=overrides, strict=strict_config)
         self.store = Store(self.config)
         self.wait = wait
         self.reading = Reading(self.config, self.store, self._masker)

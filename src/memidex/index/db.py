@@ -17,7 +17,7 @@ import sqlite3
 import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -177,6 +177,23 @@ class IndexDB:
     ino: int
     readonly: bool = False
     """Opened read-only (a read-only folder or mount): served while up to date."""
+    _memo: dict[str, tuple[tuple[int, int], Any]] = field(
+        default_factory=dict, repr=False, compare=False)
+
+    def memo(self, name: str, compute: Callable[[], T]) -> T:
+        """``compute()`` (a question about the whole index), kept while the index is
+        unchanged — no connection committed since: SQLite's ``data_version`` for the
+        others, ``total_changes`` for this one. A long-lived process (a warm server) then
+        asks doctor's whole-index questions once per change, not once per command. The
+        answer is copied, so a caller cannot change the kept one."""
+        import copy
+
+        key = (int(self.conn.execute("PRAGMA data_version").fetchone()[0]),
+               self.conn.total_changes)
+        hit = self._memo.get(name)
+        if hit is None or hit[0] != key:
+            hit = self._memo[name] = (key, compute())
+        return copy.deepcopy(hit[1])
 
     @classmethod
     def open(cls, path: Path, *, write: bool = False) -> IndexDB:
@@ -307,6 +324,9 @@ class IndexDB:
         (empty: they agree). Counts only, each one SQL statement: recomputing the sources
         fingerprint in Python costs ~0.3 s at 100,000 files and the refresh has just
         compared every file's stat and hash with its row."""
+        return self.memo("compare", self._compare)
+
+    def _compare(self) -> list[str]:
         c = self.conn
         out: list[str] = []
         linked = int(c.execute("SELECT count(*) FROM files WHERE record_rowid IS NOT NULL"
@@ -336,6 +356,9 @@ class IndexDB:
 
     @translating
     def counts(self) -> dict[str, int]:
+        return self.memo("counts", self._counts)
+
+    def _counts(self) -> dict[str, int]:
         c = self.conn
         return {
             "records": int(c.execute("SELECT count(*) FROM records").fetchone()[0]),

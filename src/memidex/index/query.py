@@ -246,6 +246,10 @@ def duplicate_ids(db: IndexDB) -> list[tuple[str, list[str]]]:
     """Ids held by more than one record file, each with its paths in order. The ids
     first, from the covering index on ``records(id)`` (a sort of every row's path cost
     ``doctor`` ~0.3 s at 100,000 records); then the paths of those few."""
+    return db.memo("duplicate_ids", lambda: _duplicate_ids(db))
+
+
+def _duplicate_ids(db: IndexDB) -> list[tuple[str, list[str]]]:
     out = []
     dups = [row[0] for row in db.conn.execute(
         "SELECT id FROM records GROUP BY id HAVING count(*) > 1 ORDER BY id")]
