@@ -182,8 +182,12 @@ def daemon(
 
     While it runs, record-writing commands hand their changes to it through
     queue/corrections/ and wait for it; maintenance commands (rebuild-index, purge)
-    refuse at once. Stops cleanly on SIGTERM or Ctrl-C, releasing the lease; exits 3 if
-    it finds it lost the lease (paused past the TTL and taken over).
+    refuse at once. It also answers the reading commands (knowledge search, show,
+    list, brief, doctor) and runs ingest of other processes over a private socket in the
+    state folder, with the bytes they would print themselves, keeping the index open
+    and watched (docs/warm.md; MEMIDEX_WARM=0 turns that off in a client). Stops
+    cleanly on SIGTERM or Ctrl-C, releasing the lease; exits 3 if it finds it lost the
+    lease (paused past the TTL and taken over).
 
     --json: {pid, epoch, stopped, applied, failed, recovered, pending_model_steps}
     (docs/schemas/daemon.schema.json).
