@@ -267,16 +267,25 @@ def test_random_sigkills_of_a_rollback_then_it_finishes(
     _out, err = whole.communicate(timeout=120)
     assert whole.returncode == 0, err
     took = time.monotonic() - began
-    root = _scenario(big, tmp_path / "killed")
     rng = random.Random(19)
     kills = 0
-    for _ in range(8):
-        proc = start(root)
-        time.sleep(rng.uniform(0.25, 1.0) * took)
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-            kills += 1
-        _out, err = proc.communicate(timeout=120)
-        assert "Traceback" not in err, err
+    # A rollback that outran its kill (the machine was quicker than when `took` was
+    # measured) has finished: the scenario is checked, and a fresh one killed again, so
+    # the count of kills does not hang on the machine's load.
+    for scenario in range(6):
+        root = _scenario(big, tmp_path / f"killed-{scenario}")
+        for _ in range(8):
+            proc = start(root)
+            time.sleep(rng.uniform(0.1, 0.9) * took)
+            outran = proc.poll() is not None
+            if not outran:
+                proc.send_signal(signal.SIGKILL)
+                kills += 1
+            _out, err = proc.communicate(timeout=120)
+            assert "Traceback" not in err, err
+            if outran:
+                break
+        _finished(root, big[1])
+        if kills >= 4:
+            break
     assert kills >= 4
-    _finished(root, big[1])
