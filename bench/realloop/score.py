@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,6 +83,27 @@ def load_manifest(path: Path) -> tuple[str, list[RunEntry]]:
     return product, runs
 
 
+def local_env() -> dict[str, str]:
+    """The environment memidex runs in for the loop: this one without ``CI`` and
+    ``MEMIDEX_*``. The recorded runs are a developer's runs on their machine: under a CI
+    job (``CI=true``) every ingest would be a CI run, which never promotes a record, and
+    no brief would serve one."""
+    return {k: v for k, v in os.environ.items()
+            if k != "CI" and not k.startswith("MEMIDEX_")}
+
+
+@contextlib.contextmanager
+def _environment(env: dict[str, str]) -> Iterator[None]:
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 class Cli:
     """memidex's CLI with ``--json``: one JSON object per command."""
 
@@ -95,13 +116,15 @@ class Cli:
         self.calls += 1
         if self.as_subprocess:
             done = subprocess.run([sys.executable, "-m", "memidex", *argv],
-                                  capture_output=True, text=True, check=False)
+                                  capture_output=True, text=True, check=False,
+                                  env=local_env())
             code, out, err = done.returncode, done.stdout, done.stderr
         else:
             from memidex.cli.main import main
 
             o, e = io.StringIO(), io.StringIO()
-            with contextlib.redirect_stdout(o), contextlib.redirect_stderr(e):
+            with contextlib.redirect_stdout(o), contextlib.redirect_stderr(e), \
+                    _environment(local_env()):
                 code = main(argv)
             out, err = o.getvalue(), e.getvalue()
         if code != 0:
