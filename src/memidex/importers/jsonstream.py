@@ -136,6 +136,30 @@ class _Reader:
             raise Malformed(f"{_EOF} (expected `,` or `{close}`)", self.line())
         raise Malformed(f"expected `,` or `{close}`, found {c!r}", self.line())
 
+    def members(self) -> Iterator[str]:
+        """The keys of the object that starts here (``{`` taken), each read with its
+        ``:``; the caller reads each member's value before the next key."""
+        self.take("{", "`{`")
+        if self.peek() == "}":
+            self.pos += 1
+            return
+        while True:
+            yield self.key()
+            if not self.next_item("}"):
+                return
+
+    def items(self) -> Iterator[tuple[int, Any]]:
+        """(line, value) of each item of the array that starts here, each parsed whole."""
+        self.take("[", "`[`")
+        if self.peek() == "]":
+            self.pos += 1
+            return
+        while True:
+            line = self.line()
+            yield line, self.value()
+            if not self.next_item("]"):
+                return
+
 
 def _refuse_lone_surrogates(value: Any, line: int) -> None:
     """Raise :class:`Malformed` when a string in ``value`` (keys too) holds a lone
@@ -164,23 +188,25 @@ def events(fh: TextIO) -> Iterator[Event]:
     ``("key", key, value)`` for its scalar keys and ``("spec", line, spec)`` for each spec;
     ``("bad", key, line)`` where ``suites``/``specs`` is not a list (skipped)."""
     r = _Reader(fh)
+    _object_start(r)
+    for key in r.members():
+        if key == "suites" and r.peek() == "[":
+            yield ("top", "suites", None)
+            yield from _suites(r, 1)
+        else:
+            yield ("top", key, r.value())
+    _object_end(r)
+
+
+def _object_start(r: _Reader) -> None:
+    """A report is one JSON object: say what it is instead when it is not."""
     if r.peek() != "{":
         c = r.peek()
         raise Malformed("not a JSON object" if c in "[\"-0123456789tfn" and c
                         else "not JSON", r.line())
-    r.pos += 1
-    if r.peek() == "}":
-        r.pos += 1
-    else:
-        while True:
-            key = r.key()
-            if key == "suites" and r.peek() == "[":
-                yield ("top", "suites", None)
-                yield from _suites(r, 1)
-            else:
-                yield ("top", key, r.value())
-            if not r.next_item("}"):
-                break
+
+
+def _object_end(r: _Reader) -> None:
     if r.peek() != "":
         raise Malformed("more text after the JSON object", r.line())
 
@@ -204,32 +230,18 @@ def _suites(r: _Reader, depth: int) -> Iterator[Event]:
 
 
 def _suite(r: _Reader, depth: int) -> Iterator[Event]:
-    r.take("{", "`{`")
     yield ("suite", None, None)
-    if r.peek() == "}":
-        r.pos += 1
-    else:
-        while True:
-            key = r.key()
-            if key == "suites" and r.peek() == "[":
-                yield from _suites(r, depth + 1)
-            elif key == "specs" and r.peek() == "[":
-                r.pos += 1
-                if r.peek() == "]":
-                    r.pos += 1
-                else:
-                    while True:
-                        line = r.line()
-                        yield ("spec", line, r.value())
-                        if not r.next_item("]"):
-                            break
-            elif key in ("suites", "specs"):
-                yield ("bad", key, r.line())
-                r.value()
-            else:
-                yield ("key", key, r.value())
-            if not r.next_item("}"):
-                break
+    for key in r.members():
+        if key == "suites" and r.peek() == "[":
+            yield from _suites(r, depth + 1)
+        elif key == "specs" and r.peek() == "[":
+            for line, spec in r.items():
+                yield ("spec", line, spec)
+        elif key in ("suites", "specs"):
+            yield ("bad", key, r.line())
+            r.value()
+        else:
+            yield ("key", key, r.value())
     yield ("end", None, None)
 
 
@@ -239,51 +251,26 @@ def ctrf_events(fh: TextIO) -> Iterator[Event]:
     ``("test", line, test)`` for each test in ``results.tests``; ``("bad", key, line)``
     where ``results`` is not an object or ``tests`` not a list (skipped)."""
     r = _Reader(fh)
-    if r.peek() != "{":
-        c = r.peek()
-        raise Malformed("not a JSON object" if c in "[\"-0123456789tfn" and c
-                        else "not JSON", r.line())
-    r.pos += 1
-    if r.peek() == "}":
-        r.pos += 1
-    else:
-        while True:
-            key = r.key()
-            if key == "results" and r.peek() == "{":
-                yield ("top", "results", None)
-                yield from _results(r)
-            elif key == "results":
-                yield ("bad", "results", r.line())
-                r.value()
-            else:
-                yield ("top", key, r.value())
-            if not r.next_item("}"):
-                break
-    if r.peek() != "":
-        raise Malformed("more text after the JSON object", r.line())
+    _object_start(r)
+    for key in r.members():
+        if key == "results" and r.peek() == "{":
+            yield ("top", "results", None)
+            yield from _results(r)
+        elif key == "results":
+            yield ("bad", "results", r.line())
+            r.value()
+        else:
+            yield ("top", key, r.value())
+    _object_end(r)
 
 
 def _results(r: _Reader) -> Iterator[Event]:
-    r.take("{", "`{`")
-    if r.peek() == "}":
-        r.pos += 1
-        return
-    while True:
-        key = r.key()
+    for key in r.members():
         if key == "tests" and r.peek() == "[":
-            r.pos += 1
-            if r.peek() == "]":
-                r.pos += 1
-            else:
-                while True:
-                    line = r.line()
-                    yield ("test", line, r.value())
-                    if not r.next_item("]"):
-                        break
+            for line, test in r.items():
+                yield ("test", line, test)
         elif key == "tests":
             yield ("bad", "tests", r.line())
             r.value()
         else:
             yield ("results", key, r.value())
-        if not r.next_item("}"):
-            return
