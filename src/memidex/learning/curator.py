@@ -174,20 +174,35 @@ def decide(c: Candidate, existing: Record | None, ctx: Context) -> Decision:
     if n <= existing.valid.from_:
         return Decision("noop", rid, None, existing,
                         note="a new version needs a later ordinal than the current one")
+    held = _newer_build(existing, ctx, rid)
+    if held is not None:
+        return held
+    trust = Trust(source=_source(ctx), confirmations=1, contradictions=0, last_confirmed=n)
+    record = _new_version(existing, c, ev, n, trust, _gate("candidate", trust, ctx), anchors)
+    return Decision("supersede", rid, record, existing)
+
+
+def _newer_build(existing: Record, ctx: Context, rid: str) -> Decision | None:
+    """A no-op when a newer build than this run's confirmed ``existing``: an older build
+    does not rewrite it."""
     newer = ctx.older_than(existing)
-    if newer is not None:
-        return Decision("noop", rid, None, existing,
-                        note=f"build {newer} confirmed it after this run's build: an older "
-                        "build does not rewrite it")
+    if newer is None:
+        return None
+    return Decision("noop", rid, None, existing,
+                    note=f"build {newer} confirmed it after this run's build: an older "
+                    "build does not rewrite it")
+
+
+def _new_version(existing: Record, c: Candidate, ev: Evidence, n: int, trust: Trust,
+                 status: str, anchors: tuple[str, ...]) -> Record:
+    """``existing`` superseded in place at ordinal ``n`` by ``c``'s claim: the current
+    version closed into the history, the new one with ``trust`` and only ``ev``."""
     old = HistoryEntry(valid=Valid(existing.valid.from_, n), title=existing.title,
                        body=existing.body, trust=existing.trust, anchors=existing.anchors,
                        status=existing.status)
-    trust = Trust(source=_source(ctx), confirmations=1, contradictions=0, last_confirmed=n)
-    record = replace(existing, status=_gate("candidate", trust, ctx), title=c.title,
-                     body=c.body, anchors=anchors, trust=trust, valid=Valid(n, None),
-                     evidence=(ev,), evidence_total=None, history=(*existing.history, old),
-                     written_by="template")
-    return Decision("supersede", rid, record, existing)
+    return replace(existing, status=status, title=c.title, body=c.body, anchors=anchors,
+                   trust=trust, valid=Valid(n, None), evidence=(ev,), evidence_total=None,
+                   history=(*existing.history, old), written_by="template")
 
 
 def _observed(c: Candidate, existing: Record | None, ctx: Context, rid: str,
@@ -205,20 +220,12 @@ def _observed(c: Candidate, existing: Record | None, ctx: Context, rid: str,
             existing.valid.until is not None and n >= existing.valid.until):
         return Decision("noop", rid, None, existing,
                         note="the failure shows what the record already says")
-    newer = ctx.older_than(existing)
-    if newer is not None:
-        return Decision("noop", rid, None, existing,
-                        note=f"build {newer} confirmed it after this run's build: an older "
-                        "build does not rewrite it")
-    old = HistoryEntry(valid=Valid(existing.valid.from_, n), title=existing.title,
-                       body=existing.body, trust=existing.trust, anchors=existing.anchors,
-                       status=existing.status)
+    held = _newer_build(existing, ctx, rid)
+    if held is not None:
+        return held
     trust = Trust(source=_source(ctx), confirmations=0, contradictions=0, last_confirmed=n)
     anchors = tuple(sorted((set(existing.anchors) | set(c.anchors)) - {existing.anchor}))
-    record = replace(existing, status="candidate", title=c.title, body=c.body,
-                     anchors=anchors, trust=trust, valid=Valid(n, None), evidence=(ev,),
-                     evidence_total=None, history=(*existing.history, old),
-                     written_by="template")
+    record = _new_version(existing, c, ev, n, trust, "candidate", anchors)
     return Decision("supersede", rid, record, existing)
 
 
