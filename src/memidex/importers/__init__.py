@@ -33,6 +33,7 @@ from memidex.importers.common import (
     ReportError,
     TestIds,
     strip_ansi,
+    unreadable,
 )
 from memidex.importers.ctrf import CtrfRead, read_ctrf
 from memidex.importers.detect import FORMATS, probe
@@ -140,12 +141,8 @@ def _digest(path: Path, max_bytes: int) -> str:
         with path.open("rb") as fh:
             while chunk := fh.read(1 << 20):
                 digest.update(chunk)
-    except FileNotFoundError:
-        raise ReportError(f"{source}: no such report file") from None
-    except PermissionError:
-        raise ReportError(f"{source}: cannot be read (permission denied)") from None
     except OSError as exc:
-        raise ReportError(f"{source}: cannot be read ({exc.strerror or exc})") from None
+        raise unreadable(source, exc) from None
     return digest.hexdigest()
 
 

@@ -13,7 +13,7 @@ from memidex.errors import InvalidInputError
 from memidex.evidence import TEST_ID_PATTERN
 
 __all__ = ["EmptyReportError", "RawAttempt", "RawStep", "RawTest", "ReportError",
-           "Cleaner", "TestIds", "id_safe", "strip_ansi"]
+           "Cleaner", "TestIds", "id_safe", "strip_ansi", "unreadable"]
 
 HINT = "memidex reads Playwright JSON, JUnit XML and CTRF reports (docs/import.md)"
 
@@ -23,6 +23,15 @@ class ReportError(InvalidInputError):
     file, and the line where it applies."""
 
     default_hint = HINT
+
+
+def unreadable(source: str, exc: OSError) -> ReportError:
+    """The one line for a report file that cannot be opened or read."""
+    if isinstance(exc, FileNotFoundError):
+        return ReportError(f"{source}: no such report file")
+    if isinstance(exc, PermissionError):
+        return ReportError(f"{source}: cannot be read (permission denied)")
+    return ReportError(f"{source}: cannot be read ({exc.strerror or exc})")
 
 
 class EmptyReportError(ReportError):

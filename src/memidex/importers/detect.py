@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import BinaryIO
 
-from memidex.importers.common import ReportError
+from memidex.importers.common import ReportError, unreadable
 
 __all__ = ["FORMATS", "REPORT_FORMATS", "probe"]
 
@@ -149,12 +149,8 @@ def probe(path: Path) -> str:
         if path.is_dir():
             raise ReportError(f"{source}: is a folder, not a report")
         fh = path.open("rb")
-    except FileNotFoundError:
-        raise ReportError(f"{source}: no such report file") from None
-    except PermissionError:
-        raise ReportError(f"{source}: cannot be read (permission denied)") from None
     except OSError as exc:
-        raise ReportError(f"{source}: cannot be read ({exc.strerror or exc})") from None
+        raise unreadable(source, exc) from None
     with fh:
         try:
             return _probe(_Bytes(fh, source))
