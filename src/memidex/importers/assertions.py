@@ -295,18 +295,8 @@ def _javascript(text: str, matcher: str, negated: bool) -> Assertion | None:
             expected = exp if pattern else _unquote(exp)
         if observed is not None:
             observed = _unquote(observed)
-    page = matcher in PAGE_MATCHERS
-    url = None
-    if matcher == "toHaveURL":
-        url = (None if pattern else expected) or observed
-    attribute = None
-    if matcher == "toHaveAttribute":
-        am = _ATTRIBUTE.search(text)
-        attribute = am.group(2) if am is not None else None
-    return Assertion(kind=kind, matcher=matcher, expected=expected, observed=observed,
-                     not_found=not_found, timeout_ms=_timeout(text),
-                     locator=None if page else _locator(text), url=url, page=page,
-                     attribute=attribute)
+    url = ((None if pattern else expected) or observed) if matcher == "toHaveURL" else None
+    return _assertion(text, kind, matcher, expected, observed, not_found, url)
 
 
 _PY_MATCHERS = {
@@ -343,6 +333,14 @@ def _python(text: str, m: re.Match[str]) -> Assertion | None:
         observed = None
     if kind in _STATE_KINDS:
         expected = kind.removeprefix("assert-")
+    url = (expected or observed) if matcher == "toHaveURL" else None
+    return _assertion(text, kind, matcher, expected, observed, not_found, url)
+
+
+def _assertion(text: str, kind: str, matcher: str, expected: str | None,
+               observed: str | None, not_found: bool, url: str | None) -> Assertion:
+    """The assertion a message states, with what every matcher's message also tells:
+    its timeout, the locator (none for a page matcher), the attribute it looked at."""
     page = matcher in PAGE_MATCHERS
     attribute = None
     if matcher == "toHaveAttribute":
@@ -350,9 +348,8 @@ def _python(text: str, m: re.Match[str]) -> Assertion | None:
         attribute = am.group(2) if am is not None else None
     return Assertion(kind=kind, matcher=matcher, expected=expected, observed=observed,
                      not_found=not_found, timeout_ms=_timeout(text),
-                     locator=None if page else _locator(text),
-                     url=(expected or observed) if matcher == "toHaveURL" else None,
-                     page=page, attribute=attribute)
+                     locator=None if page else _locator(text), url=url, page=page,
+                     attribute=attribute)
 
 
 def _generic(text: str) -> Assertion | None:
