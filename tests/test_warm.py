@@ -21,11 +21,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git, make_record, write_record
+from conftest import REPO_ROOT, git, make_record, write_record
 
 KNOWLEDGE = "agent-qa-knowledge/memory"
 FACTS = f"{KNOWLEDGE}/records/fact"
 SOCKET = ".agent-qa/warm.sock"
+RUNS = REPO_ROOT / "examples/runs"
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -356,3 +357,29 @@ def test_runs_ingest_into_a_running_daemon_is_applied_by_it(tmp_path: Path) -> N
     assert records(with_daemon) == records(alone)
     assert warm_search == cli(alone, "knowledge", "search", "place order", "--json",
                               warm="0").stdout
+
+
+def test_a_state_folder_linked_elsewhere_gets_no_socket(repo: Path, tmp_path: Path) -> None:
+    """``.agent-qa`` a symlink out of the repository: the daemon serves no warm path (it
+    says why), creates nothing over there, and a write through the state folder is
+    refused."""
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    import shutil
+
+    shutil.rmtree(repo / ".agent-qa", ignore_errors=True)
+    (repo / ".agent-qa").symlink_to(outside)
+    proc = subprocess.Popen([sys.executable, "-m", "memidex", "daemon"], cwd=repo,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=_env())
+    try:
+        assert proc.stderr is not None
+        first = proc.stderr.readline()
+        assert "not serving" in first and "leads outside the repository" in first, first
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=20)
+    assert list(outside.iterdir()) == []
+    out = cli(repo, "runs", "ingest", str(RUNS / "r-0051.json"), warm="0")
+    assert out.returncode == 4 and "leads outside the repository" in out.stderr, out.stderr
+    assert list(outside.iterdir()) == []

@@ -208,8 +208,17 @@ def serving(root: Path, *, log: Callable[[str], None] | None = None,
     if not enabled:
         yield None
         return
+    from memidex.errors import MemidexError
+    from memidex.store.files import Store
+
     say = log or (lambda _line: None)
     config = load_config(root, strict=False)
+    try:
+        Store(config).check_state_folder()  # its socket and lock go there
+    except MemidexError as exc:
+        say(f"memidex warm server: not serving ({exc.message})")
+        yield None
+        return
     commands = WarmCommands(config.root, log=say)
     server = WarmServer(config.state_path, commands.handle, warm_up=commands.warm_up,
                         log=say)

@@ -136,6 +136,21 @@ class Store:
             folders.insert(1, self.records_dir / kind)
         for folder in folders:
             self._check_inside(folder, knowledge)
+        self.check_state_folder()
+
+    def check_state_folder(self) -> None:
+        """The state folder (``state_dir``: run state, working memory, the warm server's
+        socket) must be inside the repository, symlinks resolved: nothing memidex keeps
+        for itself is written through a link elsewhere. Raises :class:`UnsafePathError`."""
+        folder = self.config.state_path
+        if not os.path.lexists(folder):
+            return
+        root = os.path.realpath(self.root)
+        real = os.path.realpath(folder)
+        if not _within(real, root) or real == root:
+            raise UnsafePathError(f"{self.config.state_dir} leads outside the repository "
+                                  f"(to {real}); nothing was written",
+                                  hint="replace the symlink with a real folder")
 
     def _check_inside(self, folder: Path, knowledge: str) -> None:
         if not os.path.lexists(folder):
