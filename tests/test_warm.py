@@ -383,3 +383,21 @@ def test_a_state_folder_linked_elsewhere_gets_no_socket(repo: Path, tmp_path: Pa
     out = cli(repo, "runs", "ingest", str(RUNS / "r-0051.json"), warm="0")
     assert out.returncode == 4 and "leads outside the repository" in out.stderr, out.stderr
     assert list(outside.iterdir()) == []
+
+
+def test_a_paused_daemon_costs_a_few_seconds_not_a_hang(repo: Path, daemon: Daemon) -> None:
+    """A daemon stopped (SIGSTOP) still has its socket listening: the client hears no
+    "accepted" within its few seconds and answers the command itself, same bytes."""
+    cold = cli(repo, "knowledge", "list", "--json", warm="0")
+    os.kill(daemon.proc.pid, signal.SIGSTOP)
+    try:
+        began = time.monotonic()
+        out = cli(repo, "knowledge", "list", "--json", warm="")
+        took = time.monotonic() - began
+        doctor = json.loads(cli(repo, "doctor", "--json", warm="").stdout)
+    finally:
+        os.kill(daemon.proc.pid, signal.SIGCONT)
+    assert out.returncode == 0 and out.stdout == cold.stdout, out.stderr
+    assert took < 60  # a liveness bound: without the rule it waits 120 s per command
+    assert doctor["serving"]["path"] == "one-shot"
+    assert "did not take the command" in doctor["serving"]["reason"]

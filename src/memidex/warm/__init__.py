@@ -8,7 +8,7 @@ keeps the index open and current — a watcher of the record and policy folders
 ``<state_dir>/warm.sock`` (:mod:`memidex.warm.server`). The CLI connects first
 (:mod:`memidex.warm.client`) and runs the command itself when nothing answers.
 
-The protocol (version 1), one request and one answer per connection:
+The protocol (version 2), one request and one answer per connection:
 
 * the socket is a Unix stream socket, mode 0600, in the state folder; the server answers
   only a peer of its own user id (``SO_PEERCRED``);
@@ -19,10 +19,14 @@ The protocol (version 1), one request and one answer per connection:
   environment variables output can depend on (``MEMIDEX_*``, ``GIT_*``, colour, ``CI``,
   ``HOME``, ``TZ``, ``XDG_*``; ``null`` for an unset one) and what its stdout and stderr
   are;
-* the server answers and closes: one ASCII line ``memidex-warm 1 served EXIT OUT ERR
+* the server, once it has read the request, says so at once — the ASCII line
+  ``memidex-warm 2 accepted`` — before it runs anything: a client that hears nothing
+  within :data:`ACCEPT_SECONDS` (a server paused, say by SIGSTOP, or busy with another
+  command) runs the command itself;
+* the server answers and closes: one ASCII line ``memidex-warm 2 served EXIT OUT ERR
   PID`` — the command's exit code, the byte lengths of what it printed on stdout and on
   stderr, the server's pid — then those two texts (UTF-8), for the client to write to its
-  own streams; or ``memidex-warm 1 declined``, a line break and the reason (another
+  own streams; or ``memidex-warm 2 declined``, a line break and the reason (another
   version, another root, another environment, a configuration with problems, any failure
   of its own): the client then runs the command itself. (The answer is not JSON so the
   client, which runs on every command, never imports ``json`` and ``re``.)
@@ -32,8 +36,12 @@ A stale socket (its server killed) costs the client one failed ``connect``.
 
 from __future__ import annotations
 
-__all__ = ["PROTOCOL", "SOCKET_NAME", "LOCK_NAME"]
+__all__ = ["ACCEPT_SECONDS", "ACCEPTED", "PROTOCOL", "SOCKET_NAME", "LOCK_NAME"]
 
-PROTOCOL = 1
+PROTOCOL = 2
+ACCEPTED = b"memidex-warm 2 accepted\n"
+"""What the server says as soon as it has read a request."""
+ACCEPT_SECONDS = 3.0
+"""How long a client waits for :data:`ACCEPTED` before it runs the command itself."""
 SOCKET_NAME = "warm.sock"
 LOCK_NAME = "warm.lock"

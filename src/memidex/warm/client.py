@@ -207,7 +207,7 @@ def _ask(root: str, what: dict[str, Any]) -> dict[str, Any] | None:
         import socket as sockets  # type: ignore[no-redef]
 
     from memidex._version import __version__
-    from memidex.warm import PROTOCOL, SOCKET_NAME
+    from memidex.warm import ACCEPT_SECONDS, ACCEPTED, PROTOCOL, SOCKET_NAME
 
     try:
         address, fd = socket_address(state_folder(root), SOCKET_NAME)
@@ -230,9 +230,24 @@ def _ask(root: str, what: dict[str, Any]) -> dict[str, Any] | None:
         finally:
             if fd is not None:
                 os.close(fd)
-        sock.settimeout(None if what["writing"] else 120.0)
+        sock.settimeout(ACCEPT_SECONDS)
         sock.sendall(_dumps(request).encode("ascii") + b"\n")
         sock.shutdown(sockets.SHUT_WR)
+        head = b""
+        try:
+            while len(head) < len(ACCEPTED):
+                chunk = sock.recv(len(ACCEPTED) - len(head))
+                if not chunk:
+                    break
+                head += chunk
+        except TimeoutError:  # `_socket.timeout` is TimeoutError
+            _last[0] = (f"the warm server did not take the command within "
+                        f"{ACCEPT_SECONDS:g} s (paused or busy)")
+            return None
+        if head != ACCEPTED:
+            _last[0] = "the warm server gave no answer it understands"
+            return None
+        sock.settimeout(None if what["writing"] else 120.0)
         chunks = []
         while True:
             chunk = sock.recv(1 << 16)

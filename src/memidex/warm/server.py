@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from memidex.warm import LOCK_NAME, PROTOCOL, SOCKET_NAME
+from memidex.warm import ACCEPTED, LOCK_NAME, PROTOCOL, SOCKET_NAME
 from memidex.warm.client import socket_address
 
 __all__ = ["MAX_REQUEST", "Capture", "Handler", "WarmServer", "encode_answer"]
@@ -236,6 +236,7 @@ class WarmServer:
             if not _same_user(conn):
                 return
             request = _read_request(conn)
+            conn.sendall(ACCEPTED)  # before anything runs: a client waits for this only
             if request is None:
                 answer: dict[str, Any] = {"served": False, "reason": "malformed request"}
             elif request.get("memidex_warm") != PROTOCOL:
@@ -254,9 +255,9 @@ class WarmServer:
 
 
 def encode_answer(answer: dict[str, Any]) -> bytes:
-    """The answer on the wire: ``memidex-warm 1 served EXIT OUT_BYTES ERR_BYTES PID``,
-    a line break, then stdout's and stderr's text (UTF-8); or ``memidex-warm 1 declined``,
-    a line break and the reason."""
+    """The answer on the wire, after :data:`~memidex.warm.ACCEPTED`: ``memidex-warm 2
+    served EXIT OUT_BYTES ERR_BYTES PID``, a line break, then stdout's and stderr's text
+    (UTF-8); or ``memidex-warm 2 declined``, a line break and the reason."""
     if not answer.get("served"):
         reason = str(answer.get("reason") or "")
         return f"memidex-warm {PROTOCOL} declined\n".encode("ascii") + reason.encode("utf-8")
