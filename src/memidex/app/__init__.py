@@ -16,30 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memidex.app.history import TrustPoint, TrustSeries
-from memidex.app.notes import NoteAdded, NoteList
 from memidex.app.reading import Reading
-from memidex.app.results import (
-    AddResult,
-    CheckReport,
-    CurationResult,
-    DiffReport,
-    DoctorReport,
-    HealthStatus,
-    IngestPreview,
-    IngestResult,
-    ProposalDecision,
-    ProposalDetail,
-    ProposalList,
-    RecordCounts,
-    RecordList,
-    RollbackResult,
-    RunDetail,
-    RunList,
-    SearchResult,
-    ShownRecord,
-)
-from memidex.app.semantic import VectorsReport
 from memidex.app.team import TeamReading
 from memidex.config import Config, load_config
 from memidex.store.files import Store
@@ -47,7 +24,30 @@ from memidex.store.files import Store
 if TYPE_CHECKING:
     from memidex.app.curation import Curation
     from memidex.app.health import Health
+    from memidex.app.history import TrustPoint, TrustSeries
     from memidex.app.learning import Learning
+    from memidex.app.notes import NoteAdded, NoteList
+    from memidex.app.results import (
+        AddResult,
+        CheckReport,
+        CurationResult,
+        DiffReport,
+        DoctorReport,
+        HealthStatus,
+        IngestPreview,
+        IngestResult,
+        ProposalDecision,
+        ProposalDetail,
+        ProposalList,
+        RecordCounts,
+        RecordList,
+        RollbackResult,
+        RunDetail,
+        RunList,
+        SearchResult,
+        ShownRecord,
+    )
+    from memidex.app.semantic import VectorsReport
     from memidex.importers import ImportResult
     from memidex.index.build import BuildReport
     from memidex.masking import Masker
@@ -87,6 +87,30 @@ __all__ = [
 ]
 
 LEVELS = ("memidex", "lexical-only", "static-floor", "bundle-scan")
+
+# The result types are re-exported here but imported on first use: defining a frozen
+# dataclass costs ~0.5 ms, and a search needs 1 of these 23 (docs/performance.md).
+_LAZY = {name: "memidex.app.results" for name in (
+    "AddResult", "CheckReport", "CurationResult", "DiffReport", "DoctorReport",
+    "HealthStatus", "IngestPreview", "IngestResult", "ProposalDecision", "ProposalDetail",
+    "ProposalList", "RecordCounts", "RollbackResult", "RunDetail", "RunList")}
+_LAZY.update({name: "memidex.app.answers" for name in ("RecordList", "SearchResult",
+                                                       "ShownRecord")})
+_LAZY.update({"TrustPoint": "memidex.app.history", "TrustSeries": "memidex.app.history",
+              "NoteAdded": "memidex.app.notes", "NoteList": "memidex.app.notes",
+              "VectorsReport": "memidex.app.semantic"})
+
+
+def __getattr__(name: str) -> Any:
+    """``from memidex.app import SearchResult`` and the like, imported when first asked."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 class Memidex:

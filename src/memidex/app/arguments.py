@@ -9,8 +9,11 @@ from memidex.errors import UsageError
 from memidex.records.vocab import KINDS, STATUSES
 from memidex.search.ranking import DEFAULT_STATUSES
 
-__all__ = ["MAX_LIMIT", "anchors_of", "check_limit", "kinds_of", "statuses_of"]
+__all__ = ["FUSIONS", "MAX_LIMIT", "STRATEGIES", "anchors_of", "check_limit", "kinds_of",
+           "statuses_of"]
 
+STRATEGIES = ("lexical", "vector", "hybrid")  # --strategy
+FUSIONS = ("append", "rrf")  # --fusion
 MAX_LIMIT = 2**63 - 1  # memidex.records.model.MAX_ORDINAL (not imported on a search)
 
 

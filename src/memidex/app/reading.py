@@ -27,13 +27,9 @@ from memidex.search.ranking import SearchQuery
 from memidex.store.files import LoadedRecord, Store
 
 if TYPE_CHECKING:
-    from memidex.app.results import (
-        RecordCounts,
-        RecordList,
-        SearchResult,
-        ShownRecord,
-    )
-    from memidex.app.semantic import VectorsReport
+    from memidex.app.answers import RecordList, SearchResult, ShownRecord
+    from memidex.app.results import RecordCounts
+    from memidex.app.semantic import Semantic, VectorsReport
     from memidex.index.db import IndexDB
     from memidex.index.refresh import RefreshReport
     from memidex.index.staleness import Watch
@@ -65,10 +61,17 @@ class Reading:
         # is a new process and always checks. Every write resets it.
         self.recheck_seconds = 1.0
         self._checked_at: float | None = None
-        from memidex.app.semantic import Semantic
+        self._semantic: Semantic | None = None
 
-        self.semantic = Semantic(config, masker)
-        """The model and the vectors (loaded only by a vector search)."""
+    @property
+    def semantic(self) -> Semantic:
+        """The model and the vectors (built on first use; loaded only by a vector
+        search)."""
+        if self._semantic is None:
+            from memidex.app.semantic import Semantic
+
+            self._semantic = Semantic(self.config, self.masker)
+        return self._semantic
 
     # --- the index -----------------------------------------------------------------
 
@@ -77,7 +80,8 @@ class Reading:
             self._db.close()
             self._db = None
         self._checked_at = None
-        self.semantic.close()
+        if self._semantic is not None:
+            self._semantic.close()
         from memidex.index.staleness import discard_prefetch
 
         discard_prefetch(str(self.store.root))
@@ -321,8 +325,8 @@ class Reading:
                anchors: Sequence[str] = (), limit: int = 10,
                near: Sequence[str] = (), strategy: str = "lexical",
                fusion: str = "append") -> SearchResult:
-        from memidex.app.results import SearchResult
-        from memidex.app.semantic import FUSIONS, STRATEGIES
+        from memidex.app.answers import SearchResult
+        from memidex.app.arguments import FUSIONS, STRATEGIES
 
         check_limit(limit)
         if strategy not in STRATEGIES or fusion not in FUSIONS:
@@ -377,7 +381,7 @@ class Reading:
 
     def find(self, id_or_prefix: str) -> ShownRecord:
         """The record an id or unique prefix names (its text as stored)."""
-        from memidex.app.results import ShownRecord
+        from memidex.app.answers import ShownRecord
         from memidex.records.codec import parse_record_bytes
 
         prefix = id_or_prefix.strip()
@@ -413,7 +417,7 @@ class Reading:
     def list_records(self, *, product: str | None = None, all_products: bool = False,
                      kinds: Sequence[str] = (), statuses: Sequence[str] | None = None,
                      anchors: Sequence[str] = (), limit: int | None = None) -> RecordList:
-        from memidex.app.results import RecordList
+        from memidex.app.answers import RecordList
 
         chosen = self.product(product, all_products)
         k, s = kinds_of(kinds), (() if statuses is None else statuses_of(statuses))

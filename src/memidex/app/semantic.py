@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from memidex.app.arguments import FUSIONS, STRATEGIES
 from memidex.config import Config
 from memidex.search.ranking import SearchHit, SearchQuery
 
@@ -29,8 +30,6 @@ if TYPE_CHECKING:
 __all__ = ["EMBED_BUDGET_SECONDS", "FUSIONS", "STRATEGIES", "Semantic", "SemanticAnswer",
            "VectorsReport", "duplicate_check", "text_id"]
 
-STRATEGIES = ("lexical", "vector", "hybrid")
-FUSIONS = ("append", "rrf")
 EMBED_BUDGET_SECONDS = 5.0
 """How long one reading command may spend embedding records that have no vector yet."""
 

@@ -49,7 +49,7 @@ from memidex.errors import (
 )
 
 if TYPE_CHECKING:
-    from memidex.app.results import RecordList, SearchResult, ShownRecord
+    from memidex.app.answers import RecordList, SearchResult, ShownRecord
     from memidex.index.db import IndexDB
     from memidex.serve.values import Brief
     from memidex.teamindex.read import Session, Snapshot, TeamIndex
@@ -234,8 +234,8 @@ class TeamReading:
         """``knowledge search`` (:meth:`Reading.search`) from the team index, else the
         local one. Only the ``lexical`` strategy is served by the team index; ``vector``
         and ``hybrid`` are the local index's (with the warning saying so)."""
-        from memidex.app.results import SearchResult
-        from memidex.app.semantic import FUSIONS, STRATEGIES
+        from memidex.app.answers import SearchResult
+        from memidex.app.arguments import FUSIONS, STRATEGIES
         from memidex.search.ranking import SearchQuery
 
         def local(warning: str) -> SearchResult:
@@ -263,7 +263,7 @@ class TeamReading:
     def show(self, id_or_prefix: str) -> ShownRecord:
         """``knowledge show`` (:meth:`Reading.show`): the record's file as the snapshot's
         commit has it (read from this clone's git objects), else the local one."""
-        from memidex.app.results import ShownRecord
+        from memidex.app.answers import ShownRecord
         from memidex.records.codec import parse_record_bytes
         from memidex.teamindex.gitread import blob_at
 
@@ -301,7 +301,7 @@ class TeamReading:
                      anchors: Sequence[str] = (), limit: int | None = None) -> RecordList:
         """``knowledge list`` (:meth:`Reading.list_records`) from the team index, else
         the local one."""
-        from memidex.app.results import RecordList
+        from memidex.app.answers import RecordList
 
         def local(warning: str) -> RecordList:
             return self._local(self.reading.list_records(

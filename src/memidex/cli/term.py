@@ -16,12 +16,8 @@ No rich and no typer here: the fast path (search, brief) reads these settings to
 
 from __future__ import annotations
 
-import csv
 import io
 import os
-import shlex
-import shutil
-import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -92,6 +88,8 @@ def _cell(value: object) -> str:
 def rows_text(header: Sequence[str], rows: Sequence[Sequence[object]], fmt: str) -> str:
     """``rows`` as TSV or CSV, with a header line."""
     if fmt == "csv":
+        import csv
+
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
         writer.writerow(header)
@@ -108,6 +106,9 @@ def _pager() -> list[str] | None:
     command = "less -FRX" if given is None else given
     if not command.strip() or command.strip() == "cat":
         return None
+    import shlex
+    import shutil
+
     try:
         argv = shlex.split(command)
     except ValueError:
@@ -115,11 +116,19 @@ def _pager() -> list[str] | None:
     return argv if shutil.which(argv[0]) else None
 
 
+def _lines() -> int:
+    import shutil
+
+    return shutil.get_terminal_size().lines
+
+
 def emit(text: str) -> None:
     """Write ``text`` to stdout — through the pager when it is longer than the terminal
     (see the module doc)."""
-    pager = _pager()
-    if pager is not None and text.count("\n") >= shutil.get_terminal_size().lines:
+    pager = _pager()  # (imports shutil when there is a pager)
+    if pager is not None and text.count("\n") >= _lines():
+        import subprocess
+
         env = dict(os.environ)
         env.setdefault("LESS", "FRX")
         sys.stdout.flush()

@@ -126,23 +126,24 @@ _PREFETCHED: dict[tuple[str, tuple[str, ...]], tuple[subprocess.Popen[bytes], st
 
 
 def prefetch(root: str, tops: list[str]) -> None:
-    """Start ``git diff-files`` now, so it runs while the caller imports and opens the
-    index; :func:`suspects` collects it (and :func:`discard_prefetch` if it never does).
-    The answer is no staler than one asked for later: a file changed meanwhile is named
-    by git next time, or was named this time and is looked at again next time."""
+    """Start ``git diff-files`` and the ``rev-parse`` of git's index and HEAD now, so they
+    run while the caller imports and opens the index; :func:`suspects` collects them (and
+    :func:`discard_prefetch` if it never does). The answers are no staler than ones asked
+    for later: a file changed meanwhile is named by git next time, or was named this time
+    and is looked at again next time (and git's index is stat-ed when collected)."""
     key = (root, tuple(tops))
     if key in _PREFETCHED or not os.path.isdir(os.path.join(root, ".git")):
         return
     # The visibility generation now: if a change set lands before the caller takes the
     # shared lock, git may have seen part of it, and its answer is not used.
     gen = visibility.generation(_knowledge(root, tops))
-    try:
-        _PREFETCHED[key] = (subprocess.Popen(
-            ["git", "--no-optional-locks", "diff-files", "--name-only", "-z", "--", *tops],
-            cwd=root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}), gen)
-    except OSError:
+    diff = _start(root, "diff-files", "--name-only", "-z", "--", *tops)
+    if diff is None:
         return
+    _PREFETCHED[key] = (diff, gen)
+    head = _start(root, *_HEAD_ARGS)
+    if head is not None:
+        _PREFETCHED[(root, ())] = (head, gen)
 
 
 def _knowledge(root: str, tops: list[str]) -> str:
@@ -189,9 +190,23 @@ def _git_index_mtime(root: str) -> int | None:
         return 0
 
 
-def _index_mtime_and_head(root: str) -> tuple[int | None, str | None]:
-    """Both in one git call when there is a HEAD (the common case), else in two."""
-    out = _git(root, "rev-parse", "--git-path", "index", "HEAD")
+_HEAD_ARGS = ("rev-parse", "--git-path", "index", "HEAD")
+
+
+def _index_mtime_and_head(root: str, generation: str | None = None
+                          ) -> tuple[int | None, str | None]:
+    """Both in one git call when there is a HEAD (the common case), else in two; the
+    call :func:`prefetch` started, unless a change set landed since."""
+    out: str | None
+    prefetched = _PREFETCHED.pop((root, ()), None)
+    if prefetched is not None and (generation is None or prefetched[1] == generation):
+        raw, _ = prefetched[0].communicate(timeout=60)
+        out = raw.decode("utf-8", "surrogateescape") if prefetched[0].returncode == 0 \
+            else None
+    else:
+        if prefetched is not None:
+            prefetched[0].communicate()
+        out = _git(root, *_HEAD_ARGS)
     if out is not None and len(out.split("\n")) >= 2:
         index_path, head = out.split("\n")[:2]
         try:
@@ -347,7 +362,7 @@ def _looked(root: str, tops: list[str], snap: Snapshot | None,
 def _suspects(root: str, tops: list[str], snap: Snapshot, now: int, racy_after: int,
               dirs: dict[str, int], moved: list[str],
               lister: subprocess.Popen[bytes] | None, generation: str | None) -> Suspects:
-    index_mtime, head = _index_mtime_and_head(root)
+    index_mtime, head = _index_mtime_and_head(root, generation)
     modified = _diff_files(root, tops, generation)
     if index_mtime is None or modified is None:
         return Suspects(method="stat", full=True, reason="git is not available here")
