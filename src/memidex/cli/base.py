@@ -3,7 +3,6 @@
 :mod:`memidex.cli.curate` register their commands on these.
 """
 
-from __future__ import annotations
 
 import sys
 from pathlib import Path
@@ -142,6 +141,6 @@ def _root(
 
 
 def memidex(*, reading: bool = False, wait: float = 10.0,
-            strict_config: bool = True) -> Memidex:
+            strict_config: bool = True) -> "Memidex":
     """The facade for this command (see :func:`memidex.cli.fast.open_memidex`)."""
     return open_memidex(STATE.root, reading=reading, wait=wait, strict_config=strict_config)

@@ -5,7 +5,6 @@ Each command parses its arguments, calls one library method and renders the resu
 :class:`MemidexError` to an exit code and a one-line ``error:`` message.
 """
 
-from __future__ import annotations
 
 import sys
 from pathlib import Path
@@ -117,7 +116,7 @@ def init(
         sys.stdout.write(f"memidex is already initialised in {root}; nothing changed\n")
 
 
-def _build_missing_index(m: Memidex, *, quiet: bool) -> str | None:
+def _build_missing_index(m: "Memidex", *, quiet: bool) -> str | None:
     """Build the index when there is none yet (``init``), so ``doctor`` and ``search``
     answer from it at once after the first ``add``; the index path built, or None. A
     writer holding the lease (a daemon) leaves it to a later rebuild."""

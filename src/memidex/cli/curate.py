@@ -5,7 +5,6 @@ Registered on the groups of :mod:`memidex.cli.base` when :mod:`memidex.cli.comma
 imports this module. Errors are raised, never turned into exit codes here.
 """
 
-from __future__ import annotations
 
 import sys
 from typing import Annotated, Any

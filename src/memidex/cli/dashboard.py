@@ -3,7 +3,6 @@
 when :mod:`memidex.cli.commands` loads; starlette, uvicorn and jinja2 are imported only
 when the command runs."""
 
-from __future__ import annotations
 
 import sys
 from typing import Annotated

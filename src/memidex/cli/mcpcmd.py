@@ -3,7 +3,6 @@ stdio, or over streamable HTTP to a team's agents (:mod:`memidex.mcpserver.serve
 docs/mcp.md). Registered on :data:`memidex.cli.base.app` when :mod:`memidex.cli.commands`
 loads; the MCP SDK (and uvicorn) are imported only when the command runs."""
 
-from __future__ import annotations
 
 import sys
 from typing import Annotated

@@ -7,7 +7,6 @@ user-level folder, so these commands also work outside a memidex repository (the
 defaults and ``MEMIDEX_MODEL_CACHE_DIR`` then apply).
 """
 
-from __future__ import annotations
 
 import sys
 from pathlib import Path
@@ -37,7 +36,7 @@ CacheOpt = Annotated[Path | None, typer.Option(
     "MEMIDEX_MODEL_CACHE_DIR).")]
 
 
-def _cache(cache_dir: Path | None) -> ModelCache:
+def _cache(cache_dir: Path | None) -> "ModelCache":
     from memidex.config import load_config
     from memidex.errors import NotFoundError
     from memidex.vectors.cache import ModelCache

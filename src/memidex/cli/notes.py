@@ -5,7 +5,6 @@ Registered on :data:`memidex.cli.base.app` when :mod:`memidex.cli.commands` impo
 this module. Errors are raised, never turned into exit codes here.
 """
 
-from __future__ import annotations
 
 import sys
 from typing import Annotated

@@ -2,7 +2,6 @@
 (docs/brief.md). Registered on :data:`memidex.cli.base.app` when
 :mod:`memidex.cli.commands` loads."""
 
-from __future__ import annotations
 
 from typing import Annotated
 

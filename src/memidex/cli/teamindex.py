@@ -7,7 +7,6 @@ loads. The command parses its options, takes the URL from ``--url``, else ``[ind
 ``error:`` line, the exit code).
 """
 
-from __future__ import annotations
 
 import sys
 from pathlib import Path
