@@ -66,10 +66,11 @@ def _typer(argv: list[str] | None, *, json_out: bool | None = None) -> int | Non
     """Run the typer application. ``json_out=None``: click's standalone mode (it prints a
     usage error and exits 2 itself); else the same, plus the JSON error object."""
     from memidex.cli import warmserve
-    from memidex.cli.commands import STATE, app
+    from memidex.cli.commands import STATE
 
     warmserve.RUN_COMMAND[0] = main  # a daemon serves commands warm through this
     STATE.root = None
+    app = _application()
     if json_out is None:
         app(args=argv, prog_name="memidex", standalone_mode=True)
         return None
@@ -96,6 +97,23 @@ def _typer(argv: list[str] | None, *, json_out: bool | None = None) -> int | Non
         sys.stderr.write("Aborted!\n")
         return EXIT_PROBLEMS
     return code if isinstance(code, int) else None
+
+
+_APPLICATION: list[Callable[..., Any]] = []
+
+
+def _application() -> Callable[..., Any]:
+    """The typer application as click runs it, built once a process: building it reads
+    every command's options from its signature (~30 ms), and a warm server runs many
+    commands. (What typer's own ``app()`` adds is its exception hook, which
+    ``pretty_exceptions_enable=False`` makes the standard one.)"""
+    if not _APPLICATION:
+        import typer.main
+
+        from memidex.cli.commands import app
+
+        _APPLICATION.append(typer.main.get_command(app))
+    return _APPLICATION[0]
 
 
 _KNOWLEDGE = ("search", "show", "list", "check", "add", "confirm", "supersede", "deprecate",
