@@ -1,7 +1,7 @@
 """A product's tests file: ``<state_dir>/runs/tests-<product>.json`` (SPEC §3).
 
 Per test of the product, what the learning remembers between runs
-(:class:`memidex.learning.fold.TestState`): the anchors of its past runs, the last
+(:class:`memidex.learning.teststate.TestState`): the anchors of its past runs, the last
 ordinal it ran at, the builds it passed on, the facts it taught and how many passing
 runs each was missing from. The file also names the ordinal of the last run folded into
 it, so a resumed ingest folds a run once. The ingest reads it once and writes it once;
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from memidex.config import Config
 from memidex.errors import StateDamagedError
-from memidex.learning.fold import TestState
+from memidex.learning.teststate import TestState
 from memidex.records.ids import PRODUCT_RE
 from memidex.store.fsio import dump_json, refuse_symlink
 from memidex.store.state import StateWriter, load_state
