@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from memidex.app import Memidex
@@ -74,8 +74,7 @@ Args = SearchArgs | RebuildArgs | BriefArgs
 _MAX_COUNT = 2**63 - 1  # the largest whole number memidex takes (SQLite's)
 
 
-@dataclass(frozen=True)
-class _Spec:
+class _Spec(NamedTuple):
     """One command's options: flags, options with a value, which repeat, which are
     whole numbers >= 1, and whether it takes one argument."""
 
