@@ -280,7 +280,11 @@ def test_search_imports_neither_typer_nor_rich_nor_the_record_parser(repo: Path)
     heavy = ("typer", "click", "rich", "yaml", "sqlite_utils", "jsonschema", "detect_secrets",
              "memidex.records.yamlfast",
              "memidex.records.model", "hashlib",
-             "memidex.records.validate", "memidex.cli.commands")
+             "memidex.records.validate", "memidex.cli.commands",
+             # result types it does not return (each frozen dataclass costs ~0.5 ms to
+             # define), the vectors' layer, the pager's and the CSV writer's modules
+             "memidex.app.results", "memidex.app.semantic", "memidex.app.notes",
+             "memidex.app.history", "shutil", "csv")
     code = ("import sys, runpy; sys.argv = ['memidex', '--root', sys.argv[1], 'knowledge', "
             "'search', 'place order'] + sys.argv[2:]\n"
             "try:\n    runpy.run_module('memidex', run_name='__main__')\n"
@@ -292,6 +296,14 @@ def test_search_imports_neither_typer_nor_rich_nor_the_record_parser(repo: Path)
                              env=_unmeasured_env())
         assert "Place order is disabled" in out.stdout
         assert out.stdout.strip().endswith("LOADED"), out.stdout
+    # a brief reads its test's state without the learning (run evidence, candidates)
+    brief = code.replace("'knowledge', 'search', 'place order'", "'brief', 't-1'").replace(
+        repr(heavy), repr(("typer", "rich", "memidex.learning.fold", "memidex.evidence",
+                           "memidex.learning.candidates", "memidex.app.results")))
+    out = subprocess.run([sys.executable, "-c", brief, str(repo), "--no-record"],
+                         capture_output=True, text=True, check=True, env=_unmeasured_env())
+    assert "# Brief: test t-1" in out.stdout, out.stdout
+    assert out.stdout.strip().endswith("LOADED"), out.stdout
     # a rebuild parses records, but starts without typer or rich either
     code = code.replace("'search', 'place order'", "'rebuild-index'")
     out = subprocess.run([sys.executable, "-c", code, str(repo)], capture_output=True,
