@@ -1,4 +1,4 @@
-"""The fast path (search, rebuild-index, brief) parses exactly what typer parses, or
+"""The fast path (search, rebuild-index, brief, doctor) parses exactly what typer parses, or
 leaves the command line to typer."""
 
 from __future__ import annotations
@@ -11,16 +11,17 @@ from hypothesis import strategies as st
 
 from conftest import make_record, run_cli, write_record
 from memidex.cli import commands, serve
-from memidex.cli.fast import BriefArgs, RebuildArgs, SearchArgs, parse_fast
+from memidex.cli.fast import BriefArgs, DoctorArgs, RebuildArgs, SearchArgs, parse_fast
 from memidex.cli.main import _typer
 
 
 def typer_parse(argv: list[str], monkeypatch: pytest.MonkeyPatch
-                ) -> SearchArgs | RebuildArgs | BriefArgs | None:
+                ) -> SearchArgs | RebuildArgs | BriefArgs | DoctorArgs | None:
     """What the typer application hands the command body for ``argv`` (None: it refused,
     printed help, or ran another command)."""
-    seen: list[SearchArgs | RebuildArgs | BriefArgs] = []
+    seen: list[SearchArgs | RebuildArgs | BriefArgs | DoctorArgs] = []
     monkeypatch.setattr(commands, "run_search", seen.append)
+    monkeypatch.setattr(commands, "run_doctor", seen.append)
     monkeypatch.setattr(commands, "run_rebuild", seen.append)
     monkeypatch.setattr(serve, "run_brief", seen.append)
     try:
@@ -53,7 +54,7 @@ _ODD_TOKENS = st.sampled_from([["--json=1"], ["--help"], ["-h"], ["--"], ["-"], 
 _PREFIX = st.sampled_from([[], [], ["--root", "/r"], ["--root=/r"], ["--root", "-x"],
                            ["--root=/a", "--root", "/b"], ["--version"], ["--json"]])
 _COMMAND = st.sampled_from([["knowledge", "search"]] * 5 + [["knowledge", "rebuild-index"]] * 3
-                           + [["brief"]] * 4
+                           + [["brief"]] * 4 + [["doctor"]] * 3
                            + [["knowledge", "list"], ["search"], ["knowledge"]])
 
 
@@ -61,10 +62,11 @@ _COMMAND = st.sampled_from([["knowledge", "search"]] * 5 + [["knowledge", "rebui
 def _argv(draw: st.DrawFn) -> list[str]:
     tokens = draw(st.lists(st.one_of(*[_option()] * 6,
                                      st.sampled_from([["--json"], ["--all-products"],
-                                                      ["--explain"], ["--no-record"]]),
+                                                      ["--explain"], ["--no-record"],
+                                                      ["--deep"]]),
                                      _ODD_TOKENS), max_size=4))
     command = draw(_COMMAND)
-    if command[-1] != "rebuild-index" or draw(st.integers(0, 9)) == 0:
+    if command[-1] not in ("rebuild-index", "doctor") or draw(st.integers(0, 9)) == 0:
         tokens.insert(draw(st.integers(0, len(tokens))), [draw(st.sampled_from(
             ["place order", "disabled", "x"]))])
     return [*draw(_PREFIX), *command, *sum(tokens, [])]
@@ -93,6 +95,8 @@ def test_fast_path_parses_as_typer_does_or_declines(
     ["brief", "checkout-happy-path"],
     ["--root", "/r", "brief", "t1", "-a", "page:/checkout", "--anchor=el:x:y", "--at", "7",
      "--budget", "400", "--format", "json", "--explain", "--no-record"],
+    ["doctor"],
+    ["--root", "/r", "doctor", "--deep", "--json"],
 ])
 def test_ordinary_searches_take_the_fast_path(argv: list[str],
                                               monkeypatch: pytest.MonkeyPatch) -> None:
@@ -104,6 +108,8 @@ def test_ordinary_searches_take_the_fast_path(argv: list[str],
 def test_help_and_mistakes_are_typers(repo: Path) -> None:
     assert parse_fast(["knowledge", "search", "--help"]) is None
     assert parse_fast(["knowledge", "rebuild-index", "extra"]) is None
+    assert parse_fast(["doctor", "--help"]) is None
+    assert parse_fast(["doctor", "extra"]) is None
     out = run_cli(repo, "knowledge", "search", "x", "--limit", "0")
     assert out.returncode == 2 and "--limit" in out.stderr  # click's usage error
     out = run_cli(repo, "knowledge", "search", "--help")

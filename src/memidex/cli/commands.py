@@ -26,7 +26,15 @@ from memidex.cli.base import (
     knowledge,
     memidex,
 )
-from memidex.cli.fast import RebuildArgs, SearchArgs, open_memidex, run_rebuild, run_search
+from memidex.cli.fast import (
+    DoctorArgs,
+    RebuildArgs,
+    SearchArgs,
+    open_memidex,
+    run_doctor,
+    run_rebuild,
+    run_search,
+)
 from memidex.errors import ProblemsFound, UsageError
 
 if TYPE_CHECKING:
@@ -151,23 +159,7 @@ def doctor(
     reason}]}, lease, yaml, config, serving: {path: warm|one-shot, ...}}
     (docs/schemas/doctor.schema.json).
     """
-    from memidex.cli import views
-    from memidex.warm.client import serving
-
-    with memidex(reading=True, strict_config=False) as m:
-        report = m.doctor(deep=deep)
-    data = {**report.to_json(), "serving": serving()}
-    if json_out:
-        from memidex.cli.render import print_json
-
-        print_json(data)
-    else:
-        from memidex.cli.term import paged
-
-        with paged():
-            views.doctor(data)
-    if not report.healthy:
-        raise ProblemsFound("doctor found problems", hint="see the report above")
+    run_doctor(DoctorArgs(STATE.root, deep, json_out))
 
 
 # --- knowledge -----------------------------------------------------------------------
