@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from memidex.cli.base import app, memidex
+from memidex.cli.warmserve import serving
 from memidex.errors import UsageError
 
 __all__: list[str] = []
@@ -39,7 +40,9 @@ def dashboard(
     Bound to 127.0.0.1 by default; another --host is refused (exit 2) without --token.
     Actions go through the same write route as the CLI (lease, fence, ledger), each form
     behind a CSRF token. Needs the dashboard extra (pip install 'memidex[dashboard]').
-    Stops on Ctrl-C. It serves pages, so it takes no --json (docs/dashboard.md).
+    Stops on Ctrl-C. It serves pages, so it takes no --json (docs/dashboard.md). While it
+    runs it also answers this repository's CLI reading commands warm (`memidex help
+    warm`), unless a daemon already does.
     """
     from memidex.dashboard.security import check_binding
 
@@ -54,5 +57,10 @@ def dashboard(
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
 
-    with memidex(wait=wait) as m:
+    with memidex(wait=wait) as m, serving(m.config.root, log=_log, ready=False):
         serve(m, host=host, port=port, token=token, open_browser=open_browser, say=say)
+
+
+def _log(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()

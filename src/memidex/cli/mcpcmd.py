@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from memidex.cli.base import WaitOpt, app, memidex
+from memidex.cli.warmserve import serving
 from memidex.errors import UsageError
 
 __all__: list[str] = []
@@ -64,6 +65,9 @@ def mcp_server(
     listed unless --allow-writes; a bearer token is required off loopback; each client
     is limited to --rate requests a second. With a team index configured, reads come
     from it (docs/team-index.md). Stops on SIGTERM or Ctrl-C.
+
+    Either way, while it runs it also answers this repository's CLI reading commands warm
+    (`memidex help warm`), unless a daemon already does.
     """
     if transport not in ("stdio", "http"):
         raise UsageError(f"unknown --transport {transport!r}: use stdio or http")
@@ -78,8 +82,8 @@ def mcp_server(
                              "served every tool")
         from memidex.mcpserver.server import serve
 
-        with memidex(wait=wait) as m:
-            serve(m)
+        with memidex(wait=wait) as m, serving(m.config.root, log=_log, ready=False):
+            serve(m)  # (its protocol on stdout; what the warm server says on stderr)
         return
     from memidex.mcpserver.http import check_binding
 
@@ -91,6 +95,11 @@ def mcp_server(
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
 
-    with memidex(wait=wait) as m:
+    with memidex(wait=wait) as m, serving(m.config.root, log=_log, ready=False):
         serve_http(m, host=host, port=port, tokens=tokens, rate=rate,
                    allow_writes=allow_writes, say=say)
+
+
+def _log(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()

@@ -198,10 +198,12 @@ class WarmCommands:
 
 @contextlib.contextmanager
 def serving(root: Path, *, log: Callable[[str], None] | None = None,
-            enabled: bool = True) -> Iterator[WarmServer | None]:
+            enabled: bool = True, ready: bool = True) -> Iterator[WarmServer | None]:
     """Serve ``root``'s commands warm while the block runs (``None`` when not
     ``enabled``, when another process already serves them, or when the socket cannot be
-    made: the block runs all the same)."""
+    made: the block runs all the same). ``ready``: wait until the index is open and
+    current before the block runs (the daemon); else the block starts at once and a
+    command sent meanwhile waits for the warm-up (an MCP server, the dashboard)."""
     from memidex.config import load_config
     from memidex.warm.server import WarmServer
 
@@ -228,7 +230,8 @@ def serving(root: Path, *, log: Callable[[str], None] | None = None,
         say(f"memidex warm server: not serving ({server.failure})")
         yield None
         return
-    server.wait_ready(READY_SECONDS)  # the index open and current before the block runs
+    if ready:
+        server.wait_ready(READY_SECONDS)  # the index open and current before the block
     say(f"memidex warm server: serving reads on {server.path}")
     try:
         yield server
