@@ -35,9 +35,13 @@ def _json(obj: Any) -> None:
 
 def _t(text: object) -> str:
     from memidex.cli.plain import safe
+
+    shown = safe(str(text))
+    if "[" not in shown and not shown.endswith("\\"):
+        return shown  # nothing rich's escape would change: rich is not imported for it
     from memidex.cli.render import escape
 
-    return escape(safe(str(text)))
+    return escape(shown)
 
 
 FormatOpt = Annotated[str, typer.Option(

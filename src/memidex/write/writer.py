@@ -80,6 +80,9 @@ class Write:
     current: Record | None = None
     """The record the caller parsed from the bytes ``expected`` names (optional): the
     writer then does not parse the file again to see whether anything changed."""
+    text: str | None = None
+    """``dump_record(record)``, when the caller encoded the record already (optional):
+    the writer then does not encode it again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,7 +262,7 @@ class WriterSession:
         if isinstance(change, Write):
             target = store.record_path(change.record.kind, change.record.id)
             relpath = store.rel(target)
-            data = dump_record(change.record)
+            data = change.text if change.text is not None else dump_record(change.record)
             try:
                 current: bytes | None = target.read_bytes()
             except FileNotFoundError:
@@ -332,7 +335,12 @@ class WriterSession:
         checked: set[Path] = set()  # folders resolved once for the whole batch
         try:
             for index, op in todo:
-                if op.op == "write" and store.current_hash(store.abspath(op.path)) != op.after:
+                # A replay stages only what is not in place yet; a change set planned a
+                # moment ago found each file holding other bytes (a file that got them
+                # meanwhile is seen in place by the check inside the fence, and its
+                # staged copy discarded).
+                if op.op == "write" and (not replay or store.current_hash(
+                        store.abspath(op.path)) != op.after):
                     assert op.data is not None
                     if replay:  # bytes from the journal: parsed, then staged canonically
                         sf = store.stage(parse_record_bytes(op.data.encode("utf-8"),
