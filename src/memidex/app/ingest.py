@@ -247,7 +247,14 @@ def ingest_job(session: WriterSession, job: Mapping[str, Any], *, config: Config
                   for d, text in zip(the_plan.decisions, the_plan.texts, strict=True)
                   if d.record is not None]
         if writes:
-            session.apply(writes, command="runs ingest", run_id=run.run_id, ordinal=n)
+            wrote = session.apply(writes, command="runs ingest", run_id=run.run_id,
+                                  ordinal=n)
+            if not session.recovery.replayed:  # what this change set wrote is all there is
+                from memidex.index.refresh import landed as refresh_from
+
+                refresh_from(store, [
+                    store.rel(store.record_path(w.record.kind, w.record.id))
+                    for w, did in zip(writes, wrote, strict=True) if did])
     if the_plan is not None and tests.ordinal < n:
         tests_file.save(state, the_plan.tests, ordinal=n)
     elif resumed and tests.ordinal > n:  # a later run was folded while this one waited

@@ -167,7 +167,9 @@ def ingest(
         else:
             _preview_text(preview)
         return
-    with memidex(wait=wait) as m:
+    # reading=True: git's staleness check of the index (the ordinal floor is read from it
+    # before the lease) starts now and runs alongside the run's reading and checking
+    with memidex(reading=True, wait=wait) as m:
         result = plain.with_progress(
             "curating", lambda cb: m.ingest(run_file, ci=ci, build_tag=build_tag,
                                             fmt=fmt, product=product, run_id=run_id,

@@ -307,8 +307,8 @@ class WriterSession:
             if not (replay and self.ledger.has(cs.id)):
                 self.ledger.append(self._entry(cs, "landed", cs.ops))
             step("ledger.written")
-            for index, _op in todo:
-                self.journal.mark_done(cs, index, self.epoch)
+            if todo:
+                self.journal.mark_done(cs, [index for index, _op in todo], self.epoch)
             step("journal.marked")
             if cs.step is not None:
                 self.journal.mark_step_done(cs.step)
