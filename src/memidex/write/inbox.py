@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -55,6 +56,14 @@ __all__ = [
     "apply_item",
     "live_daemon",
 ]
+
+SUBMITTED = threading.Event()
+"""Set when this process queued an item (a warm server's ``runs ingest``): a daemon in
+the same process then looks at its inbox at once instead of at its next poll."""
+_FINISHED = threading.Condition()
+"""Notified when this process wrote an outcome: a waiter in the same process (a warm
+server's command) reads it at once instead of at its next poll. Other processes poll."""
+_finished = [0]  # how many outcomes this process wrote (under _FINISHED)
 
 CORRECTIONS_DIR = "corrections"
 DAEMON_FILE = "daemon.json"
@@ -195,6 +204,7 @@ class Queue:
                 "submitter": os.getpid(), "created": round(time.time(), 3),
                 "payload": dict(payload)}
         atomic_write(self.item_path(item_id), dump_json(data))
+        SUBMITTED.set()
         return item_id
 
     def pending(self) -> list[str]:
@@ -240,6 +250,9 @@ class Queue:
                 "result": dict(outcome.result)}
         atomic_write(self._marker(item_id, outcome.ok), dump_json(data), durable=False)
         self.drop(item_id)
+        with _FINISHED:
+            _finished[0] += 1
+            _FINISHED.notify_all()
 
     def drop(self, item_id: str) -> None:
         self.item_path(item_id).unlink(missing_ok=True)
@@ -270,6 +283,8 @@ class Queue:
         ``still_live()`` says the daemon went away; None then."""
         next_check = time.monotonic() + check_every
         while True:
+            with _FINISHED:
+                seen = _finished[0]
             outcome = self.take_outcome(item_id)
             if outcome is not None:
                 return outcome
@@ -280,7 +295,9 @@ class Queue:
                 if not still_live():
                     return self.take_outcome(item_id)
                 next_check = now + check_every
-            time.sleep(min(poll, max(0.0, deadline - now)))
+            with _FINISHED:  # an outcome this process wrote since `seen` ends the wait
+                if _finished[0] == seen:
+                    _FINISHED.wait(min(poll, max(0.0, deadline - now)))
 
     def cleanup(self, *, max_age: float = MARKER_MAX_AGE) -> list[str]:
         """Remove markers and temp files nobody collected for ``max_age`` seconds."""
