@@ -167,23 +167,26 @@ class WriterSession:
         ops: list[Op] = []
         results: list[bool] = []
         contents: list[bytes] = []
+        hashes: list[str] = []  # of each content: the op's before and after
         for change in changes:
             planned = self._plan(change)
             results.append(planned is not None)
             if planned is not None:
                 op, current = planned
                 ops.append(op)
-                if current is not None:
+                if current is not None and op.before is not None:
                     contents.append(current)
-                if op.data is not None:
+                    hashes.append(op.before)
+                if op.data is not None and op.after is not None:
                     contents.append(op.data.encode("utf-8"))
+                    hashes.append(op.after)
         if not ops:
             if step_id is not None:
                 self.journal.mark_step_done(step_id)
             return results
         # The bytes before and after, durable before the change set is: whatever happens
         # to the files later, the ledger can give back what each write replaced.
-        self.ledger.save_blobs(contents)
+        self.ledger.save_blobs(contents, hashes)
         me = self.lease.me
         owner = Owner(me.pid, me.start, me.boot_id, me.host, self.epoch)
         cs = self.journal.begin(command, ops, owner, step_id, run_id=run_id,
