@@ -109,7 +109,7 @@ def test_an_edit_made_around_the_ingest_is_seen_by_the_next_read(tmp_path: Path)
                 facts[0].read_text(encoding="utf-8"), encoding="utf-8")
             return n
 
-        m.reading.ordinal_floor = floor_then_edit  # type: ignore[method-assign]
+        m.reading.ordinal_floor = floor_then_edit
         m.ingest(run)
     assert _refreshed(root) == _rebuilt(root)
     with Memidex(root) as m:
