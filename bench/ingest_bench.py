@@ -1,10 +1,14 @@
 """The ingest figures of SPEC §9: a 150-test x 3-step run into an empty repository, and
 again (a new run id: everything confirms) into one of N records, each beside the raw
 limit measured in the same run — a plain script writing the same record files with
-write + fsync + rename.
+write + fsync + rename. The same two ingests again into a repository where
+``memidex daemon`` runs (``MEMIDEX_WARM=require``: the daemon applies them, the CLI only
+hands the command line over), and the CPU seconds (user + system) of each: the command's
+own, plus, with a daemon, what the daemon spent meanwhile.
 
 Run alone: ``python bench/ingest_bench.py [--corpus DIR]``; ``bench/run.py`` calls
-:func:`ingest_figures` with its corpus.
+:func:`ingest_figures` with its corpus. The corpus case ingests INTO the corpus and
+removes what it added afterwards: give it a copy you do not mind being written.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -62,10 +67,45 @@ os.close(fd)
 """
 
 
-def _run(cmd: list[str], cwd: Path) -> float:
-    t0 = time.perf_counter()
-    subprocess.run(cmd, cwd=cwd, check=True, capture_output=True)
-    return time.perf_counter() - t0
+CPU: dict[str, list[float]] = {}
+"""CPU seconds (user + system) of each timed command, by figure name."""
+
+
+def _env(warm: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMIDEX_")}
+    env["MEMIDEX_WARM"] = warm
+    return env
+
+
+def _run(cmd: list[str], cwd: Path, *, warm: str = "0", cpu: str | None = None,
+         daemon: subprocess.Popen[str] | None = None) -> float:
+    """Seconds the command took; its CPU seconds (and the daemon's meanwhile) go to
+    ``CPU[cpu]``."""
+    before = _proc_cpu(daemon.pid) if daemon is not None else 0.0
+    with tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err,
+                                env=_env(warm))
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        secs = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            err.seek(0)
+            raise SystemExit(f"error: {' '.join(cmd)} (MEMIDEX_WARM={warm}) exited "
+                             f"{proc.returncode}: {err.read().decode()[-1000:]}")
+    if cpu is not None:
+        used = usage.ru_utime + usage.ru_stime
+        if daemon is not None:
+            used += _proc_cpu(daemon.pid) - before
+        CPU.setdefault(cpu, []).append(used)
+    return secs
+
+
+def _proc_cpu(pid: int) -> float:
+    """User + system seconds a live process has used so far (``/proc/PID/stat``)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _init(root: Path, exe: str) -> None:
@@ -89,34 +129,82 @@ def raw_limit(files: list[Path], tmp: Path) -> float:
     dst.mkdir()
     for i, f in enumerate(files):
         shutil.copyfile(f, src / f"{i:05d}-{f.name}")
-    return _run([sys.executable, "-c", RAW_SCRIPT, str(src), str(dst)], tmp)
+    return _run([sys.executable, "-c", RAW_SCRIPT, str(src), str(dst)], tmp, cpu="raw")
 
 
-def ingest_figures(exe: str, tmp: Path, corpus: Path | None, repeat: int = 3
-                   ) -> dict[str, Any]:
-    """Seconds (medians) for: ingest into an empty repository (adds), a second run into it
-    (confirms), the raw limit for the same files, and the confirm run into ``corpus``."""
+def ingest_figures(exe: str, tmp: Path, corpus: Path | None, repeat: int = 3,
+                   daemon: bool = True) -> dict[str, Any]:
+    """Seconds (sorted) for: ingest into an empty repository (adds), a second run into it
+    (confirms), the raw limit for the same files, the confirm run into ``corpus``, and
+    (``daemon``) the adds and the confirms into an empty repository a ``memidex daemon``
+    serves; ``cpu``: the CPU seconds of each (sorted)."""
+    CPU.clear()
     first = tmp / "run-a.json"
     second = tmp / "run-b.json"
     first.write_text(json.dumps(make_run("bench-a")), encoding="utf-8")
     second.write_text(json.dumps(make_run("bench-b")), encoding="utf-8")
-    adds: list[float] = []
-    confirms: list[float] = []
-    raws: list[float] = []
+    times: dict[str, list[float]] = {"add_empty": [], "confirm_empty": [], "raw": []}
+    if daemon:
+        times.update(add_daemon=[], confirm_daemon=[])
     files: list[Path] = []
     for k in range(repeat):
         root = tmp / f"empty-{k}"
         _init(root, exe)
-        adds.append(_run([exe, "--root", str(root), "runs", "ingest", str(first)], root))
+        times["add_empty"].append(_run([exe, "--root", str(root), "runs", "ingest",
+                                        str(first)], root, cpu="add_empty"))
         files = _records(root)
-        confirms.append(_run([exe, "--root", str(root), "runs", "ingest", str(second)], root))
-        raws.append(raw_limit(files, tmp))
+        times["confirm_empty"].append(_run([exe, "--root", str(root), "runs", "ingest",
+                                            str(second)], root, cpu="confirm_empty"))
+        times["raw"].append(raw_limit(files, tmp))
         shutil.rmtree(root, ignore_errors=True)
-    out: dict[str, Any] = {"records_written": len(files), "add_empty": sorted(adds),
-                           "confirm_empty": sorted(confirms), "raw": sorted(raws)}
+        if daemon:
+            root = tmp / f"daemon-{k}"
+            _init(root, exe)
+            served = Daemon(exe, root)
+            try:
+                for key, run in (("add_daemon", first), ("confirm_daemon", second)):
+                    times[key].append(_run([exe, "--root", str(root), "runs", "ingest",
+                                            str(run)], root, warm="require", cpu=key,
+                                           daemon=served.proc))
+            finally:
+                served.stop()
+            shutil.rmtree(root, ignore_errors=True)
+    out: dict[str, Any] = {"records_written": len(files),
+                           **{key: sorted(v) for key, v in times.items()}}
     if corpus is not None:
         out["confirm_corpus"] = [_corpus_case(exe, corpus.resolve(), first, second)]
+    out["cpu"] = {key: sorted(v) for key, v in CPU.items()}
     return out
+
+
+class Daemon:
+    """``memidex daemon`` in ``root``, once it holds the lease and its warm socket is up."""
+
+    def __init__(self, exe: str, root: Path) -> None:
+        self.proc = subprocess.Popen([exe, "--root", str(root), "daemon"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     text=True, env=_env(""))
+        marker = root / "agent-qa-knowledge/memory/queue/daemon.json"
+        sock = root / ".agent-qa/warm.sock"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise SystemExit(f"error: the daemon exited: {self.proc.communicate()[1]}")
+            try:
+                if json.loads(marker.read_text()).get("pid") == self.proc.pid and \
+                        sock.exists():
+                    return
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.02)
+        self.stop()
+        raise SystemExit("error: the daemon did not start within 120 s")
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        _out, err = self.proc.communicate(timeout=60)
+        if self.proc.returncode != 0:
+            raise SystemExit(f"error: the daemon exited {self.proc.returncode}: {err}")
 
 
 def _corpus_case(exe: str, corpus: Path, first: Path, second: Path) -> float:
@@ -127,7 +215,8 @@ def _corpus_case(exe: str, corpus: Path, first: Path, second: Path) -> float:
     try:
         subprocess.run([exe, "--root", str(corpus), "runs", "ingest", str(first)],
                        check=True, capture_output=True)
-        return _run([exe, "--root", str(corpus), "runs", "ingest", str(second)], corpus)
+        return _run([exe, "--root", str(corpus), "runs", "ingest", str(second)], corpus,
+                    cpu="confirm_corpus")
     finally:
         for p in _records(corpus):
             if p not in before:
@@ -148,17 +237,24 @@ def main() -> int:
     p.add_argument("--corpus", type=Path, default=None, help="a corpus repository "
                    "(bench/corpus/...) for the into-N-records case")
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--no-daemon", action="store_true", help="leave out the daemon figures")
     args = p.parse_args()
     exe = shutil.which("memidex", path=str(Path(sys.executable).parent)) or "memidex"
     with tempfile.TemporaryDirectory(prefix="memidex-ingest-") as d:
-        figures = ingest_figures(exe, Path(d), args.corpus, args.repeat)
+        figures = ingest_figures(exe, Path(d), args.corpus, args.repeat,
+                                 daemon=not args.no_daemon)
     med = {k: v[len(v) // 2] for k, v in figures.items() if isinstance(v, list)}
+    cpu = {k: v[len(v) // 2] for k, v in figures["cpu"].items()}
     raw = med["raw"]
-    print(f"records written per run: {figures['records_written']}")
-    for key in ("add_empty", "confirm_empty", "confirm_corpus"):
+    print(f"records written per run: {figures['records_written']}; medians of "
+          f"{args.repeat}; cpu = user + system seconds (with a daemon: the client's and "
+          "the daemon's)")
+    print(f"raw write+fsync+rename     {raw:.3f} s   cpu {cpu['raw']:.3f} s")
+    for key in ("add_empty", "confirm_empty", "add_daemon", "confirm_daemon",
+                "confirm_corpus"):
         if key in med:
-            print(f"ingest {key:15} {med[key]:.3f} s   ratio {med[key] / raw:.2f} x raw "
-                  f"write+fsync+rename ({raw:.3f} s)")
+            print(f"ingest {key:19} {med[key]:.3f} s   cpu {cpu[key]:.3f} s   ratio "
+                  f"{med[key] / raw:.2f} x raw")
     if "confirm_corpus" in med:
         ratio = med["confirm_corpus"] / med["confirm_empty"]
         print(f"corpus / empty (confirm runs): {ratio:.2f} x")

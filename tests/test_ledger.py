@@ -383,3 +383,24 @@ def test_purge_forgets_the_record_in_the_ledger_and_keeps_the_rest(scratch: Path
     assert ledger.all_blobs() == [dump_record(kept).encode()]
     on_disk = b"".join(p.read_bytes() for p in ledger.blobs_dir.rglob("*") if p.is_file())
     assert b"secret" not in on_disk
+
+
+def test_a_blob_saved_loose_by_an_earlier_version_is_not_packed_again(tmp_path: Path) -> None:
+    from memidex.write.ledger import Ledger
+
+    ledger = Ledger(tmp_path / "queue")
+    old, new = b"saved loose, as earlier versions did\n", b"new bytes\n"
+    loose = ledger.blob_path(content_hash(old))
+    loose.parent.mkdir(parents=True)
+    loose.write_bytes(old)
+    # the caller's hashes are the ones kept, one per content
+    assert ledger.save_blobs([old, new], [content_hash(old), content_hash(new)]) == [
+        content_hash(old), content_hash(new)]
+    [pack] = ledger.blobs_dir.glob("pack-*.pack")
+    assert new in pack.read_bytes() and old not in pack.read_bytes()
+    assert ledger.blob(content_hash(old)) == old and ledger.blob(content_hash(new)) == new
+    # with no loose folder at all, everything goes into the pack
+    other = Ledger(tmp_path / "other")
+    assert other.save_blobs([old]) == [content_hash(old)]
+    [pack] = other.blobs_dir.glob("pack-*.pack")
+    assert old in pack.read_bytes()

@@ -75,18 +75,22 @@ class StoreSource:
     store: Store
 
     def read(self, kind: str, rid: str) -> Stored:
-        from memidex.records.codec import content_hash, parse_record_bytes
+        from memidex.records.codec import content_hash, parse_record_bytes, recall
 
         path = self.store.record_path(kind, rid)
         try:
             data = path.read_bytes()
         except FileNotFoundError:
             return Stored()
+        sha = content_hash(data)
+        known = recall(sha)  # bytes this process wrote or parsed (a daemon's last ingest)
+        if known is not None:
+            return Stored(known, sha)
         rel = self.store.rel(path)
         try:
-            return Stored(parse_record_bytes(data, rel), content_hash(data))
+            return Stored(parse_record_bytes(data, rel), sha)
         except RecordError as exc:
-            return Stored(None, content_hash(data),
+            return Stored(None, sha,
                           f"{rel}: cannot be read ({exc.message}); left alone")
 
     def exists(self, rid: str) -> bool:
@@ -239,10 +243,18 @@ def ingest_job(session: WriterSession, job: Mapping[str, Any], *, config: Config
             queue.save(p, state)
         from memidex.write.writer import Write
 
-        writes = [Write(d.record, d.expected, d.before) for d in the_plan.decisions
+        writes = [Write(d.record, d.expected, d.before, text)
+                  for d, text in zip(the_plan.decisions, the_plan.texts, strict=True)
                   if d.record is not None]
         if writes:
-            session.apply(writes, command="runs ingest", run_id=run.run_id, ordinal=n)
+            wrote = session.apply(writes, command="runs ingest", run_id=run.run_id,
+                                  ordinal=n)
+            if not session.recovery.replayed:  # what this change set wrote is all there is
+                from memidex.index.refresh import landed as refresh_from
+
+                refresh_from(store, [
+                    store.rel(store.record_path(w.record.kind, w.record.id))
+                    for w, did in zip(writes, wrote, strict=True) if did])
     if the_plan is not None and tests.ordinal < n:
         tests_file.save(state, the_plan.tests, ordinal=n)
     elif resumed and tests.ordinal > n:  # a later run was folded while this one waited

@@ -125,7 +125,10 @@ class Learning:
                 f"{run.product}")))
         forget_notes(self.config, run.run_id)  # working memory lives for one run only
         if not result.already:
-            self.reading.settle(build=True)  # serving needs the index
+            from memidex.index.refresh import fed_by_landed
+
+            with fed_by_landed(self.store):  # the files the change set wrote, no git
+                self.reading.settle(build=True)  # serving needs the index
         return result
 
     def preview(self, source: Path, *, ci: bool = False, build_tag: str | None = None,

@@ -34,9 +34,13 @@ def _json(obj: Any) -> None:
 
 def _t(text: object) -> str:
     from memidex.cli.plain import safe
+
+    shown = safe(str(text))
+    if "[" not in shown and not shown.endswith("\\"):
+        return shown  # nothing rich's escape would change: rich is not imported for it
     from memidex.cli.render import escape
 
-    return escape(safe(str(text)))
+    return escape(shown)
 
 
 FormatOpt = Annotated[str, typer.Option(
@@ -162,7 +166,9 @@ def ingest(
         else:
             _preview_text(preview)
         return
-    with memidex(wait=wait) as m:
+    # reading=True: git's staleness check of the index (the ordinal floor is read from it
+    # before the lease) starts now and runs alongside the run's reading and checking
+    with memidex(reading=True, wait=wait) as m:
         result = plain.with_progress(
             "curating", lambda cb: m.ingest(run_file, ci=ci, build_tag=build_tag,
                                             fmt=fmt, product=product, run_id=run_id,

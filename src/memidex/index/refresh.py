@@ -6,15 +6,27 @@ files may differ, compares their stat and content hash with the ``files`` table,
 a pure function of one file's bytes (:func:`memidex.index.build.file_rows`), so a refresh
 leaves the same rows as a full rebuild (a hypothesis test checks this). SQLite's errors
 leave this module as :class:`memidex.errors.IndexUnavailableError` errors.
+
+After an ingest the refresh is fed from the change set instead (:func:`landed`,
+:func:`fed_by_landed`): the
+files it wrote are the only ones looked at — no git call, no scan, which over a big
+knowledge folder is most of an ingest's time — and they stay *named* in the snapshot, so
+the next look by git looks at them again whatever happens to them meanwhile. The
+snapshot's other claims are the last look's, unchanged: anything else that changed
+since is still found by the next refresh, exactly as if this one had not run (and every
+read refreshes before it answers).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
 
 from memidex.errors import Problem
+from memidex.index import staleness
 from memidex.index.build import (
     INSERT_FILE,
     INSERT_POLICY,
@@ -31,7 +43,8 @@ from memidex.index.staleness import RACY_NS, Snapshot, suspects
 from memidex.store import visibility
 from memidex.store.files import FileStat, Store
 
-__all__ = ["Changes", "RefreshReport", "detect_changes", "refresh"]
+__all__ = ["Changes", "RefreshReport", "detect_changes", "fed_by_landed", "landed",
+           "refresh"]
 
 
 @dataclass
@@ -147,6 +160,57 @@ def detect_changes(store: Store, db: IndexDB, *, generation: str | None = None) 
     return out
 
 
+_LANDED: dict[str, set[str]] = {}
+_FED: set[str] = set()
+
+
+def landed(store: Store, paths: Iterable[str]) -> None:
+    """Note that this process just wrote the record files ``paths`` (root-relative) of
+    ``store`` through one change set (an ingest's), for the refresh that follows it
+    (:func:`fed_by_landed`)."""
+    _LANDED.setdefault(str(store.root), set()).update(paths)
+
+
+@contextlib.contextmanager
+def fed_by_landed(store: Store) -> Iterator[None]:
+    """Within the block (the refresh right after an ingest), a :func:`refresh` of
+    ``store``'s index looks at the files :func:`landed` named and nothing else (see the
+    module doc) — unless the index's last look was not git's, or a watcher names the
+    changes (a warm server's): then it looks as always. The notes are dropped at the end
+    of the block, so no other refresh ever takes them."""
+    root = str(store.root)
+    _FED.add(root)
+    try:
+        yield
+    finally:
+        _FED.discard(root)
+        _LANDED.pop(root, None)
+
+
+def _landed_changes(store: Store, db: IndexDB) -> Changes | None:
+    """The changes of the files :func:`landed` named (taken), or None to look as always."""
+    root = str(store.root)
+    if root not in _FED:
+        return None
+    paths = _LANDED.pop(root, None)
+    if not paths or root in staleness._WATCHED:
+        return None
+    snap = Snapshot.from_json(db.meta().get("snapshot"))
+    if snap is None or snap.method != "git":
+        return None
+    out = Changes(method="git")
+    for path in sorted(paths):
+        fs = store.stat_file(path)
+        stored = _stored_one(db.conn, path)
+        if fs is None:
+            out.deleted.extend(stored)
+        else:  # hashed: a file just written is too recent for its stat to be trusted
+            _compare(store, stored, [fs], 0, store.policies_rel, out, always_hash=True)
+    out.deleted.sort()
+    out.snapshot = replace(snap, named=sorted(set(snap.named) | paths))
+    return out
+
+
 def _watched(store: Store, path: str) -> bool:
     """A path a reported change can matter for: a record or a policy file."""
     if any(part.startswith(".") for part in path.split("/")):
@@ -205,7 +269,8 @@ def refresh(store: Store, db: IndexDB) -> RefreshReport:
     The files are read holding the visibility lock shared (:mod:`memidex.store.visibility`),
     so every change set is seen whole: all its files old or all new."""
     with visibility.shared(store.knowledge) as vis:
-        changes = detect_changes(store, db, generation=vis.generation)
+        changes = _landed_changes(store, db) or detect_changes(
+            store, db, generation=vis.generation)
         if not changes.empty:
             record_rows = [file_rows(store, fs) for fs in changes.records]
             frows, prows, pproblems = policy_rows(store, changes.policies)

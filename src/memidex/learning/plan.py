@@ -32,7 +32,6 @@ from memidex.learning.fold import (
     count_resolved,
     fold_run,
 )
-from memidex.records.codec import dump_record
 from memidex.records.ids import record_id
 from memidex.records.model import Record
 from memidex.records.transitions import deprecate
@@ -112,12 +111,15 @@ def proposal_id(rid: str, record: Record) -> str:
 @dataclass
 class IngestPlan:
     """What an ingest writes: the changes, the proposals, notes, and the tests' states
-    with the run folded in."""
+    with the run folded in; ``texts``: beside each decision, its record's canonical text
+    (:func:`memidex.records.codec.dump_record`, checked to load back; None: no record),
+    so the writer need not encode it again."""
 
     decisions: list[Decision] = field(default_factory=list)
     proposals: list[Proposal] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     tests: dict[str, TestState] = field(default_factory=dict)
+    texts: list[str | None] = field(default_factory=list)
 
 
 # --- analysis --------------------------------------------------------------------------
@@ -129,8 +131,6 @@ def analyse(run: Run, tests: Mapping[str, TestState], *, model: ModelSettings,
     .classify_run`, with each test's history and the run's own environmental failures),
     then the model for what they leave ``unknown`` (when one is configured and ``ask`` is
     given). ``why``: filled with the reason of each correlated cause."""
-    from memidex.learning.adapter import ModelAnswerError, classify_prompt, parse_cause
-
     history = {t: s.passed_builds for t, s in tests.items()}
     endpoints = {t: s.anchors for t, s in tests.items()}
     causes: dict[str, str] = {}
@@ -140,6 +140,8 @@ def analyse(run: Run, tests: Mapping[str, TestState], *, model: ModelSettings,
             why[test_id] = cause.why
     if not model.enabled or ask is None:
         return causes
+    from memidex.learning.adapter import ModelAnswerError, classify_prompt, parse_cause
+
     for test in run.tests:
         if causes.get(test.test_id) != "unknown":
             continue
@@ -215,19 +217,25 @@ def plan_run(run: Run, ordinal: int, analysis: Mapping[str, str],
         held.setdefault(rid, reason)
     for rid, reason in checks.missing_citations(touched, source.exists).items():
         held.setdefault(rid, reason)
+    texts: dict[str, str] = {}
     for rid, d in list(touched.items()):
-        problem = checks.unloadable(d.record)
+        if d.record is None:
+            continue
+        text, problem = checks.encoded(d.record)
         if problem is not None:  # never write (or propose) a record that cannot load
             plan.notes.append(f"{rid}: not written: {problem}")
             touched[rid] = replace(d, op="noop", record=None)
+        else:
+            texts[rid] = text
     for rid, d in touched.items():
         if d.record is not None and rid in held:
             plan.proposals.append(Proposal(
                 id=proposal_id(rid, d.record), run_id=run.run_id, ordinal=n, op=d.op,
                 record_id=rid, path=source.relpath(d.record.kind, rid), reason=held[rid],
-                expected=d.expected, text=dump_record(d.record)))
+                expected=d.expected, text=texts[rid]))
         else:
             plan.decisions.append(d)
+            plan.texts.append(texts.get(rid))
     fold_run(plan.tests, run, n, candidates, analysis)
     return plan
 

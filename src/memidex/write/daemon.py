@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memidex.write.inbox import (
+    SUBMITTED,
     Queue,
     apply_item,
     remove_daemon_file,
@@ -77,6 +78,7 @@ def _stop_on_signals(stop: threading.Event, why: list[str]) -> Iterator[None]:
     def handler(signum: int, _frame: object) -> None:
         why.append(signal.Signals(signum).name)
         stop.set()
+        SUBMITTED.set()  # the loop's wait ends now
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         previous[sig] = signal.signal(sig, handler)
@@ -126,6 +128,7 @@ def run_daemon(store: Store, *, wait: float, ttl: float, once: bool = False,
                 "applying queued corrections (SIGTERM or Ctrl-C stops it)")
             while not stop.is_set():
                 _ensure_held(session)
+                SUBMITTED.clear()  # before looking: an item queued after it sets it again
                 items = queue.pending()
                 if items:
                     _ensure_held(session, beat=True)  # still ours before applying anything
@@ -147,7 +150,8 @@ def run_daemon(store: Store, *, wait: float, ttl: float, once: bool = False,
                 if once:
                     why.append("once")
                     break
-                stop.wait(poll / 10 if HURRY.is_set() else poll)
+                if not stop.is_set():  # until the next poll, or an item this process queued
+                    SUBMITTED.wait(poll / 10 if HURRY.is_set() else poll)
         finally:
             remove_daemon_file(store.queue_dir, epoch)
     report.stopped = why[0] if why else "stop"

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -55,6 +56,18 @@ __all__ = [
     "apply_item",
     "live_daemon",
 ]
+
+SUBMITTED = threading.Event()
+"""Set when this process queued an item (a warm server's ``runs ingest``): a daemon in
+the same process then looks at its inbox at once instead of at its next poll."""
+_FINISHED = threading.Condition()
+"""Notified when this process wrote an outcome: a waiter in the same process (a warm
+server's command) reads it at once instead of at its next poll. Other processes poll."""
+_finished = [0]  # how many outcomes this process wrote (under _FINISHED)
+_HANDED: dict[str, Mapping[str, Any]] = {}
+"""Jobs queued by this process with their objects (:attr:`Job.local`), by item id: a
+daemon in the same process gives its handler those, not the item's JSON read back and
+checked again (the item is written all the same: it is what any other applier reads)."""
 
 CORRECTIONS_DIR = "corrections"
 DAEMON_FILE = "daemon.json"
@@ -187,14 +200,22 @@ class Queue:
         return self.dir / f"{item_id}{DONE_SUFFIX if ok else FAILED_SUFFIX}"
 
     def submit(self, command: str, payload: Mapping[str, Any], *,
-               kind: str = "changes") -> str:
-        """Queue one job (atomically); returns its id."""
+               kind: str = "changes", local: Mapping[str, Any] | None = None) -> str:
+        """Queue one job (atomically); returns its id. ``local``: what the job's handler
+        gets when this very process applies it (see :data:`_HANDED`)."""
         self.dir.mkdir(parents=True, exist_ok=True)
         item_id = f"{time.time_ns():020d}-{os.getpid()}-{secrets.token_hex(4)}"
         data = {"version": 2, "id": item_id, "kind": kind, "command": command,
                 "submitter": os.getpid(), "created": round(time.time(), 3),
                 "payload": dict(payload)}
-        atomic_write(self.item_path(item_id), dump_json(data))
+        if local is not None:
+            _HANDED[item_id] = {k: v for k, v in local.items() if k != "progress"}
+        try:
+            atomic_write(self.item_path(item_id), dump_json(data))
+        except BaseException:
+            _HANDED.pop(item_id, None)
+            raise
+        SUBMITTED.set()
         return item_id
 
     def pending(self) -> list[str]:
@@ -240,6 +261,9 @@ class Queue:
                 "result": dict(outcome.result)}
         atomic_write(self._marker(item_id, outcome.ok), dump_json(data), durable=False)
         self.drop(item_id)
+        with _FINISHED:
+            _finished[0] += 1
+            _FINISHED.notify_all()
 
     def drop(self, item_id: str) -> None:
         self.item_path(item_id).unlink(missing_ok=True)
@@ -270,6 +294,8 @@ class Queue:
         ``still_live()`` says the daemon went away; None then."""
         next_check = time.monotonic() + check_every
         while True:
+            with _FINISHED:
+                seen = _finished[0]
             outcome = self.take_outcome(item_id)
             if outcome is not None:
                 return outcome
@@ -280,7 +306,9 @@ class Queue:
                 if not still_live():
                     return self.take_outcome(item_id)
                 next_check = now + check_every
-            time.sleep(min(poll, max(0.0, deadline - now)))
+            with _FINISHED:  # an outcome this process wrote since `seen` ends the wait
+                if _finished[0] == seen:
+                    _FINISHED.wait(min(poll, max(0.0, deadline - now)))
 
     def cleanup(self, *, max_age: float = MARKER_MAX_AGE) -> list[str]:
         """Remove markers and temp files nobody collected for ``max_age`` seconds."""
@@ -325,6 +353,7 @@ def apply_item(session: WriterSession, queue: Queue, item_id: str,
     errors (a lost lease, a fence) propagate and leave the item queued; any other
     :class:`MemidexError` is recorded as the item's failure.
     """
+    local = _HANDED.pop(item_id, None)
     if queue.has_marker(item_id):
         queue.drop(item_id)
         return None
@@ -355,7 +384,8 @@ def apply_item(session: WriterSession, queue: Queue, item_id: str,
                 raise InvalidInputError(f"queued {command} {item_id} is a {kind!r} job, "
                                         "which this daemon does not know",
                                         hint="run the same memidex version as the daemon")
-            outcome = Outcome(ok=True, result=handler(session, payload))
+            outcome = Outcome(ok=True, result=handler(
+                session, local if local is not None else payload))
     except LeaseError:
         raise  # lost or fenced: write nothing more; the item stays queued
     except MemidexError as exc:  # a conflict, an invalid item: the submitter is told

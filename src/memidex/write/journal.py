@@ -142,11 +142,13 @@ class Journal:
         atomic_write(self.dir / f"{cs_id}.json", dump_json(cs.as_dict()))
         return cs
 
-    def mark_done(self, cs: ChangeSet, index: int, epoch: int) -> None:
+    def mark_done(self, cs: ChangeSet, index: int | Sequence[int], epoch: int) -> None:
+        """Mark the op at ``index`` (or each of several, in one write) done."""
         path = self.dir / f"{cs.id}.done"
+        indices = [index] if isinstance(index, int) else index
         # No fsync: the authority DB's `applied` table (committed first) is the truth;
         # a lost mark only means a replay that finds every step already applied.
-        append(path, dump_json({"i": index, "epoch": epoch}))
+        append(path, b"".join(dump_json({"i": i, "epoch": epoch}) for i in indices))
 
     def done_steps(self, cs: ChangeSet) -> frozenset[int]:
         return frozenset(i for i, _ in self._done_lines(cs.id))

@@ -156,17 +156,25 @@ class Ledger:
             raise ValueError(f"{sha!r} is not a content hash")
         return self.blobs_dir / hexdigest[:2] / hexdigest
 
-    def save_blobs(self, contents: Iterable[bytes]) -> list[str]:
-        """Save each content durably; their content hashes. A change set's new contents
-        go into ONE pack file (``blobs/pack-<digest>.pack``: one file created and fsynced,
-        however many records the change set writes); a content already saved loose
-        (``blobs/<2 hex>/<hex>``, as earlier versions wrote) is not saved again."""
+    def save_blobs(self, contents: Iterable[bytes],
+                   hashes: Iterable[str] | None = None) -> list[str]:
+        """Save each content durably; their content hashes (``hashes``: the caller's, one
+        per content, when it has them). A change set's new contents go into ONE pack file
+        (``blobs/pack-<digest>.pack``: one file created and fsynced, however many records
+        the change set writes); a content already saved loose (``blobs/<2 hex>/<hex>``,
+        as earlier versions wrote) is not saved again."""
         out: list[str] = []
         fresh: dict[str, bytes] = {}
+        try:  # the loose blobs' folders: none in a ledger this version began
+            loose = {n for n in os.listdir(self.blobs_dir) if len(n) == 2}
+        except (FileNotFoundError, NotADirectoryError):
+            loose = set()
+        given = iter(hashes) if hashes is not None else None
         for data in contents:
-            sha = content_hash(data)
+            sha = next(given) if given is not None else content_hash(data)
             out.append(sha)
-            if sha not in fresh and not self.blob_path(sha).exists():
+            if sha not in fresh and not (sha[len(HASH_TAG):len(HASH_TAG) + 2] in loose
+                                         and self.blob_path(sha).exists()):
                 fresh[sha] = data
         if fresh:
             body = b"".join(f"{sha} {len(data)}\n".encode() + data + b"\n"

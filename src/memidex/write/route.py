@@ -114,7 +114,8 @@ class WriteRoute:
                 if job.local_only:
                     refuse_under_daemon(store, job.command)
                 if item_id is None:
-                    item_id = queue.submit(job.command, job.payload(), kind=job.kind)
+                    item_id = queue.submit(job.command, job.payload(), kind=job.kind,
+                                           local=job.local)
                 if no_wait:
                     return JobResult(queued=item_id)
                 outcome = queue.wait_for(item_id, deadline,

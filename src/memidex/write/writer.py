@@ -80,6 +80,9 @@ class Write:
     current: Record | None = None
     """The record the caller parsed from the bytes ``expected`` names (optional): the
     writer then does not parse the file again to see whether anything changed."""
+    text: str | None = None
+    """``dump_record(record)``, when the caller encoded the record already (optional):
+    the writer then does not encode it again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,23 +167,26 @@ class WriterSession:
         ops: list[Op] = []
         results: list[bool] = []
         contents: list[bytes] = []
+        hashes: list[str] = []  # of each content: the op's before and after
         for change in changes:
             planned = self._plan(change)
             results.append(planned is not None)
             if planned is not None:
                 op, current = planned
                 ops.append(op)
-                if current is not None:
+                if current is not None and op.before is not None:
                     contents.append(current)
-                if op.data is not None:
+                    hashes.append(op.before)
+                if op.data is not None and op.after is not None:
                     contents.append(op.data.encode("utf-8"))
+                    hashes.append(op.after)
         if not ops:
             if step_id is not None:
                 self.journal.mark_step_done(step_id)
             return results
         # The bytes before and after, durable before the change set is: whatever happens
         # to the files later, the ledger can give back what each write replaced.
-        self.ledger.save_blobs(contents)
+        self.ledger.save_blobs(contents, hashes)
         me = self.lease.me
         owner = Owner(me.pid, me.start, me.boot_id, me.host, self.epoch)
         cs = self.journal.begin(command, ops, owner, step_id, run_id=run_id,
@@ -259,7 +265,7 @@ class WriterSession:
         if isinstance(change, Write):
             target = store.record_path(change.record.kind, change.record.id)
             relpath = store.rel(target)
-            data = dump_record(change.record)
+            data = change.text if change.text is not None else dump_record(change.record)
             try:
                 current: bytes | None = target.read_bytes()
             except FileNotFoundError:
@@ -304,8 +310,8 @@ class WriterSession:
             if not (replay and self.ledger.has(cs.id)):
                 self.ledger.append(self._entry(cs, "landed", cs.ops))
             step("ledger.written")
-            for index, _op in todo:
-                self.journal.mark_done(cs, index, self.epoch)
+            if todo:
+                self.journal.mark_done(cs, [index for index, _op in todo], self.epoch)
             step("journal.marked")
             if cs.step is not None:
                 self.journal.mark_step_done(cs.step)
@@ -332,7 +338,12 @@ class WriterSession:
         checked: set[Path] = set()  # folders resolved once for the whole batch
         try:
             for index, op in todo:
-                if op.op == "write" and store.current_hash(store.abspath(op.path)) != op.after:
+                # A replay stages only what is not in place yet; a change set planned a
+                # moment ago found each file holding other bytes (a file that got them
+                # meanwhile is seen in place by the check inside the fence, and its
+                # staged copy discarded).
+                if op.op == "write" and (not replay or store.current_hash(
+                        store.abspath(op.path)) != op.after):
                     assert op.data is not None
                     if replay:  # bytes from the journal: parsed, then staged canonically
                         sf = store.stage(parse_record_bytes(op.data.encode("utf-8"),
