@@ -193,7 +193,7 @@ def _landed_changes(store: Store, db: IndexDB) -> Changes | None:
     if root not in _FED:
         return None
     paths = _LANDED.pop(root, None)
-    if not paths or root in staleness._WATCHED:
+    if not paths or staleness.is_watched(root):
         return None
     snap = Snapshot.from_json(db.meta().get("snapshot"))
     if snap is None or snap.method != "git":

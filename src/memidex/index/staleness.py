@@ -47,7 +47,8 @@ from typing import Protocol
 from memidex.store import visibility
 
 __all__ = ["MAX_GIT_SUSPECTS", "MAX_WATCH_NAMED", "RACY_NS", "Snapshot", "Suspects", "Watch",
-           "discard_prefetch", "prefetch", "suspects", "take_snapshot", "unwatch", "watch"]
+           "discard_prefetch", "is_watched", "prefetch", "suspects", "take_snapshot",
+           "unwatch", "watch"]
 
 RACY_NS = 2_000_000_000
 """A file or folder modified this close to a look may change again within its mtime tick."""
@@ -290,6 +291,11 @@ def watch(root: str, tops: list[str], watcher: Watch) -> None:
 
 def unwatch(root: str) -> None:
     _WATCHED.pop(root, None)
+
+
+def is_watched(root: str) -> bool:
+    """Whether a watcher names ``root``'s changes in this process (:func:`watch`)."""
+    return root in _WATCHED
 
 
 def _racy(snap: Snapshot) -> bool:
