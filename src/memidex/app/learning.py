@@ -147,7 +147,7 @@ class Learning:
                   product: str | None, run_id: str | None) -> Run:
         """The run in ``source`` read, masked and validated, as :meth:`ingest` reads it."""
         from memidex.evidence import check_regular_file, decode_run, read_run_bytes
-        from memidex.importers import check_size, probe
+        from memidex.importers.detect import check_size, probe
 
         check_regular_file(source)  # a FIFO would block this command (or an MCP worker)
         check_size(source)  # a file too big for either is refused before it is read

@@ -18,7 +18,25 @@ from typing import BinaryIO
 
 from memidex.importers.common import ReportError, unreadable
 
-__all__ = ["FORMATS", "REPORT_FORMATS", "probe"]
+__all__ = ["FORMATS", "MAX_REPORT_BYTES", "REPORT_FORMATS", "check_size", "probe"]
+
+MAX_REPORT_BYTES = 256 * 1024 * 1024
+"""A report this big or bigger is refused before it is read (docs/import.md): its run
+evidence, frozen by ``runs ingest``, and the ingest's memory (about 3-4 times the report
+at its peak, for a report of steps) stay bounded."""
+
+
+def check_size(path: Path, max_bytes: int = MAX_REPORT_BYTES) -> None:
+    """Refuse a report of ``max_bytes`` or more from its size, before reading anything."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return  # the reading says why
+    if size >= max_bytes:
+        raise ReportError(f"{path}: the report is {size:,} bytes; the limit is "
+                          f"{max_bytes:,} bytes",
+                          hint="split the run (e.g. Playwright's --shard) and import each "
+                          "part, or leave inline attachments out of the JSON reporter")
 
 FORMATS = ("auto", "playwright", "junit", "ctrf")
 """What ``--format`` takes for a runner's report."""
