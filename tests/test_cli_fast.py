@@ -1,5 +1,5 @@
-"""The fast path (search, rebuild-index, brief, doctor) parses exactly what typer parses, or
-leaves the command line to typer."""
+"""The fast path (search, rebuild-index, brief, doctor, runs ingest) parses exactly what
+typer parses, or leaves the command line to typer."""
 
 from __future__ import annotations
 
@@ -10,18 +10,26 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import make_record, run_cli, write_record
-from memidex.cli import commands, serve
-from memidex.cli.fast import BriefArgs, DoctorArgs, RebuildArgs, SearchArgs, parse_fast
+from memidex.cli import commands, runs, serve
+from memidex.cli.fast import (
+    BriefArgs,
+    DoctorArgs,
+    IngestArgs,
+    RebuildArgs,
+    SearchArgs,
+    parse_fast,
+)
 from memidex.cli.main import _typer
 
 
 def typer_parse(argv: list[str], monkeypatch: pytest.MonkeyPatch
-                ) -> SearchArgs | RebuildArgs | BriefArgs | DoctorArgs | None:
+                ) -> SearchArgs | RebuildArgs | BriefArgs | DoctorArgs | IngestArgs | None:
     """What the typer application hands the command body for ``argv`` (None: it refused,
     printed help, or ran another command)."""
-    seen: list[SearchArgs | RebuildArgs | BriefArgs | DoctorArgs] = []
+    seen: list[SearchArgs | RebuildArgs | BriefArgs | DoctorArgs | IngestArgs] = []
     monkeypatch.setattr(commands, "run_search", seen.append)
     monkeypatch.setattr(commands, "run_doctor", seen.append)
+    monkeypatch.setattr(runs, "run_ingest", seen.append)
     monkeypatch.setattr(commands, "run_rebuild", seen.append)
     monkeypatch.setattr(serve, "run_brief", seen.append)
     try:
@@ -32,11 +40,12 @@ def typer_parse(argv: list[str], monkeypatch: pytest.MonkeyPatch
 
 
 _PLAIN_VALUES = st.sampled_from(["shop-web", "fact", "any", "el:button:*", "3", "007", "a b",
-                                 "é", ""])
-_ODD_VALUES = st.sampled_from(["0", "-3", "=", "-", "--", "-x", "--json", "٣", "1e3", "+2"])
+                                 "é", "", "2.5", "0.0", "auto", "junit"])
+_ODD_VALUES = st.sampled_from(["0", "-3", "=", "-", "--", "-x", "--json", "٣", "1e3", "+2",
+                               "inf", "nan", ".5", "5.", "1_0", "0x10"])
 _OPTIONS = st.sampled_from(["--product", "-p", "--kind", "-k", "--status", "-s", "--anchor",
                             "-a", "--limit", "-n", "--jobs", "-j", "--at", "--budget",
-                            "--format", "-f"])
+                            "--format", "-f", "--build-tag", "--run-id", "--wait"])
 
 
 @st.composite
@@ -54,7 +63,8 @@ _ODD_TOKENS = st.sampled_from([["--json=1"], ["--help"], ["-h"], ["--"], ["-"], 
 _PREFIX = st.sampled_from([[], [], ["--root", "/r"], ["--root=/r"], ["--root", "-x"],
                            ["--root=/a", "--root", "/b"], ["--version"], ["--json"]])
 _COMMAND = st.sampled_from([["knowledge", "search"]] * 5 + [["knowledge", "rebuild-index"]] * 3
-                           + [["brief"]] * 4 + [["doctor"]] * 3
+                           + [["brief"]] * 4 + [["doctor"]] * 3 + [["runs", "ingest"]] * 4
+                           + [["runs", "list"]]
                            + [["knowledge", "list"], ["search"], ["knowledge"]])
 
 
@@ -63,12 +73,13 @@ def _argv(draw: st.DrawFn) -> list[str]:
     tokens = draw(st.lists(st.one_of(*[_option()] * 6,
                                      st.sampled_from([["--json"], ["--all-products"],
                                                       ["--explain"], ["--no-record"],
-                                                      ["--deep"]]),
+                                                      ["--deep"], ["--ci"], ["--no-wait"],
+                                                      ["--dry-run"]]),
                                      _ODD_TOKENS), max_size=4))
     command = draw(_COMMAND)
     if command[-1] not in ("rebuild-index", "doctor") or draw(st.integers(0, 9)) == 0:
         tokens.insert(draw(st.integers(0, len(tokens))), [draw(st.sampled_from(
-            ["place order", "disabled", "x"]))])
+            ["place order", "disabled", "x", "run.json", "a/b.xml", ""]))])
     return [*draw(_PREFIX), *command, *sum(tokens, [])]
 
 
@@ -97,6 +108,9 @@ def test_fast_path_parses_as_typer_does_or_declines(
      "--budget", "400", "--format", "json", "--explain", "--no-record"],
     ["doctor"],
     ["--root", "/r", "doctor", "--deep", "--json"],
+    ["runs", "ingest", "run.json"],
+    ["--root", "/r", "runs", "ingest", "r.xml", "--ci", "--build-tag", "b7", "--format",
+     "junit", "-p", "shop", "--run-id", "r-1", "--wait", "2.5", "--no-wait", "--json"],
 ])
 def test_ordinary_searches_take_the_fast_path(argv: list[str],
                                               monkeypatch: pytest.MonkeyPatch) -> None:
@@ -110,6 +124,8 @@ def test_help_and_mistakes_are_typers(repo: Path) -> None:
     assert parse_fast(["knowledge", "rebuild-index", "extra"]) is None
     assert parse_fast(["doctor", "--help"]) is None
     assert parse_fast(["doctor", "extra"]) is None
+    assert parse_fast(["runs", "ingest"]) is None  # no file: typer's usage error
+    assert parse_fast(["runs", "ingest", "a.json", "--wait", "1e3"]) is None
     out = run_cli(repo, "knowledge", "search", "x", "--limit", "0")
     assert out.returncode == 2 and "--limit" in out.stderr  # click's usage error
     out = run_cli(repo, "knowledge", "search", "--help")

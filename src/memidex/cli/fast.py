@@ -1,18 +1,20 @@
 """The start-up fast path for ``memidex knowledge search``, ``knowledge rebuild-index``,
-``memidex brief`` and ``memidex doctor``: the same commands without importing typer
-(~45 ms, and ~30 ms to build its commands) or — but for doctor's text — rich (~50 ms).
+``memidex brief``, ``memidex doctor`` and ``memidex runs ingest``: the same commands
+without importing typer (~45 ms, and ~30 ms to build its commands) or — but for doctor's
+text — rich (~50 ms).
 
 A search is what an agent runs before every step and a brief before every test, so
-their start-up is most of their cost; a rebuild is timed end to end. :func:`parse_fast`
-understands only the plain spellings of these commands' options (``--opt value``,
-``--opt=value``, ``-o value``); for anything else — ``--help``, an unknown option, a
-missing value, a bad number, ``--`` — it answers ``None`` and the typer application in
-:mod:`memidex.cli.commands` handles the command and its errors. A property test holds
+their start-up is most of their cost; a rebuild and an ingest are timed end to end.
+:func:`parse_fast` understands only the plain spellings of these commands' options
+(``--opt value``, ``--opt=value``, ``-o value``); for anything else — ``--help``, an
+unknown option, a missing value, a bad number, ``--`` — it answers ``None`` and the typer
+application in :mod:`memidex.cli.commands` handles the command and its errors. A property test holds
 :func:`parse_fast` to typer's own parse of the same arguments.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,9 +23,9 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:
     from memidex.app import Memidex
 
-__all__ = ["BriefArgs", "DoctorArgs", "RebuildArgs", "SearchArgs", "open_memidex",
-           "parse_fast", "run_brief", "run_doctor", "run_fast", "run_rebuild", "run_search",
-           "warm_facade"]
+__all__ = ["BriefArgs", "DoctorArgs", "IngestArgs", "RebuildArgs", "SearchArgs",
+           "open_memidex", "parse_fast", "run_brief", "run_doctor", "run_fast", "run_ingest",
+           "run_rebuild", "run_search", "warm_facade"]
 
 
 @dataclass
@@ -79,7 +81,24 @@ class DoctorArgs:
     json_out: bool = False
 
 
-Args = SearchArgs | RebuildArgs | BriefArgs | DoctorArgs
+@dataclass
+class IngestArgs:
+    """The parameters of ``[--root R] runs ingest RUN.json [options]``."""
+
+    root: Path | None = None
+    run_file: Path = field(default_factory=Path)
+    ci: bool = False
+    build_tag: str | None = None
+    fmt: str = "auto"
+    product: str | None = None
+    run_id: str | None = None
+    wait: float = 10.0
+    no_wait: bool = False
+    dry_run: bool = False
+    json_out: bool = False
+
+
+Args = SearchArgs | RebuildArgs | BriefArgs | DoctorArgs | IngestArgs
 
 _MAX_COUNT = 2**63 - 1  # the largest whole number memidex takes (SQLite's)
 
@@ -94,6 +113,8 @@ class _Spec(NamedTuple):
     counts: tuple[str, ...] = ()
     argument: str | None = None
     ordinals: tuple[str, ...] = ()  # whole numbers >= 0 (typer refuses a malformed one)
+    seconds: tuple[str, ...] = ()  # a number of seconds >= 0, digits and one point
+    paths: tuple[str, ...] = ()  # the argument, a path
 
 
 _SPECS = {
@@ -114,15 +135,23 @@ _SPECS = {
         repeated=("anchor",), counts=("budget", "limit"), ordinals=("at",),
         argument="test_id"),
     "doctor": _Spec(flags={"--deep": "deep", "--json": "json_out"}, valued={}),
+    "ingest": _Spec(
+        flags={"--ci": "ci", "--no-wait": "no_wait", "--dry-run": "dry_run",
+               "--json": "json_out"},
+        valued={"--build-tag": "build_tag", "--format": "fmt", "--product": "product",
+                "-p": "product", "--run-id": "run_id", "--wait": "wait"},
+        seconds=("wait",), argument="run_file", paths=("run_file",)),
 }
-_GROUPS = {"knowledge": ("search", "rebuild-index"), None: ("brief", "doctor")}
+_GROUPS = {"knowledge": ("search", "rebuild-index"), "runs": ("ingest",),
+           None: ("brief", "doctor")}
+_SECONDS = re.compile(r"[0-9]{1,12}(?:\.[0-9]{1,6})?")
 
 
 def parse_fast(argv: Sequence[str]) -> Args | None:
     """A fast-path command's parameters, or ``None`` to leave ``argv`` to typer."""
     root: Path | None = None
     i = 0
-    while i < len(argv) and argv[i] not in ("knowledge", *_GROUPS[None]):
+    while i < len(argv) and argv[i] not in ("knowledge", "runs", *_GROUPS[None]):
         arg = argv[i]
         if arg == "--root" and i + 1 < len(argv) and not argv[i + 1].startswith("-"):
             root, i = Path(argv[i + 1]), i + 2
@@ -132,15 +161,16 @@ def parse_fast(argv: Sequence[str]) -> Args | None:
             return None
     if i < len(argv) and argv[i] in _GROUPS[None]:
         command, i = argv[i], i + 1
-    elif argv[i : i + 1] == ["knowledge"] and i + 1 < len(argv) and \
-            argv[i + 1] in _GROUPS["knowledge"]:
+    elif i + 1 < len(argv) and argv[i] in ("knowledge", "runs") and \
+            argv[i + 1] in _GROUPS[argv[i]]:
         command, i = argv[i + 1], i + 2
     else:
         return None
     spec = _SPECS[command]
     args: Args = (SearchArgs() if command == "search" else
                   RebuildArgs() if command == "rebuild-index" else
-                  DoctorArgs() if command == "doctor" else BriefArgs())
+                  DoctorArgs() if command == "doctor" else
+                  IngestArgs() if command == "ingest" else BriefArgs())
     args.root = root
     argument: str | None = None
     while i < len(argv):
@@ -172,6 +202,10 @@ def parse_fast(argv: Sequence[str]) -> Args | None:
                     int(value) > _MAX_COUNT:
                 return None  # typer's to parse (a sign, a huge number: the facade refuses)
             setattr(args, dest, int(value))
+        elif dest in spec.seconds:
+            if not _SECONDS.fullmatch(value):
+                return None  # typer's to parse (1e3, inf, a sign)
+            setattr(args, dest, float(value))
         elif dest in spec.repeated:
             getattr(args, dest).append(value)
         else:
@@ -179,7 +213,8 @@ def parse_fast(argv: Sequence[str]) -> Args | None:
     if spec.argument is not None:
         if argument is None:
             return None
-        setattr(args, spec.argument, argument)
+        setattr(args, spec.argument,
+                Path(argument) if spec.argument in spec.paths else argument)
     return args
 
 
@@ -244,6 +279,8 @@ def run_fast(args: Args) -> None:
         run_brief(args)
     elif isinstance(args, DoctorArgs):
         run_doctor(args)
+    elif isinstance(args, IngestArgs):
+        run_ingest(args)
     else:
         run_rebuild(args)
 
@@ -297,6 +334,62 @@ def run_doctor(args: DoctorArgs) -> None:
             views.doctor(data)
     if not report.healthy:
         raise ProblemsFound("doctor found problems", hint="see the report above")
+
+
+def run_ingest(args: IngestArgs) -> None:
+    """``memidex runs ingest``: the body both the fast path and typer run."""
+    import sys
+
+    from memidex.cli import plain
+    from memidex.cli.ingesting import preview_text, print_obj, shown
+    from memidex.errors import UsageError
+
+    if args.dry_run:
+        if args.no_wait:
+            raise UsageError("give --dry-run or --no-wait, not both")
+        with open_memidex(args.root, reading=True) as m:
+            preview = m.preview(args.run_file, ci=args.ci, build_tag=args.build_tag,
+                                fmt=args.fmt, product=args.product, run_id=args.run_id)
+        if args.json_out:
+            print_obj(preview.to_json())
+        else:
+            preview_text(preview)
+        return
+    # reading=True: git's staleness check of the index (the ordinal floor is read from it
+    # before the lease) starts now and runs alongside the run's reading and checking
+    with open_memidex(args.root, reading=True, wait=args.wait) as m:
+        result = plain.with_progress(
+            "curating", lambda cb: m.ingest(args.run_file, ci=args.ci,
+                                            build_tag=args.build_tag, fmt=args.fmt,
+                                            product=args.product, run_id=args.run_id,
+                                            progress=cb, no_wait=args.no_wait),
+            quiet=args.json_out)
+    if args.json_out:
+        print_obj(result.to_json())
+        return
+    if result.queued is not None:
+        sys.stdout.write(f"{shown(result.run_id)}: queued for the daemon as {result.queued}\n")
+        return
+    ops: dict[str, int] = {}
+    for c in result.changes:
+        ops[c["op"]] = ops.get(c["op"], 0) + 1
+    head = (f"{shown(result.run_id)}: already ingested at ordinal {result.ordinal}; nothing "
+            "changed" if result.already else
+            f"{shown(result.run_id)}: ordinal {result.ordinal}"
+            + (f", build {shown(result.build_tag)}" if result.build_tag else "")
+            + (" (CI)" if result.ci else "")
+            + (" (resumed)" if result.resumed else ""))
+    sys.stdout.write(head + "\n")
+    if not result.already:
+        summary = ", ".join(f"{n} {op}" for op, n in sorted(ops.items())) or "no changes"
+        sys.stdout.write(f"  changes: {summary}\n")
+        for test_id, cause in sorted(result.analysis.items()):
+            sys.stdout.write(f"  {shown(test_id)}: {cause}\n")
+        if result.proposals:
+            sys.stdout.write(f"  {len(result.proposals)} proposal(s) held for review: "
+                             "`memidex knowledge proposals`\n")
+    for note in result.notes:
+        sys.stdout.write(f"  note: {shown(note)}\n")
 
 
 def run_rebuild(args: RebuildArgs) -> None:

@@ -13,7 +13,19 @@ from typing import Annotated, Any
 import typer
 
 from memidex.cli import complete
-from memidex.cli.base import JsonOpt, ListFormatOpt, ProductOpt, WaitOpt, app, knowledge, memidex
+from memidex.cli.base import (
+    STATE,
+    JsonOpt,
+    ListFormatOpt,
+    ProductOpt,
+    WaitOpt,
+    app,
+    knowledge,
+    memidex,
+)
+from memidex.cli.fast import IngestArgs, run_ingest
+from memidex.cli.ingesting import print_obj as _json
+from memidex.cli.ingesting import shown as _t
 from memidex.errors import UsageError
 
 __all__: list[str] = []
@@ -24,23 +36,6 @@ runs_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(runs_app, name="runs")
-
-
-def _json(obj: Any) -> None:
-    from memidex.cli.render import print_json
-
-    print_json(obj)
-
-
-def _t(text: object) -> str:
-    from memidex.cli.plain import safe
-
-    shown = safe(str(text))
-    if "[" not in shown and not shown.endswith("\\"):
-        return shown  # nothing rich's escape would change: rich is not imported for it
-    from memidex.cli.render import escape
-
-    return escape(shown)
 
 
 FormatOpt = Annotated[str, typer.Option(
@@ -153,78 +148,8 @@ def ingest(
     --dry-run {…, dry_run: true, changes: [{op, id, title}], proposals: [{id, op,
     record_id, reason}]} (docs/schemas/runs-ingest.schema.json).
     """
-    from memidex.cli import plain
-
-    if dry_run:
-        if no_wait:
-            raise UsageError("give --dry-run or --no-wait, not both")
-        with memidex(reading=True) as m:
-            preview = m.preview(run_file, ci=ci, build_tag=build_tag, fmt=fmt,
-                                product=product, run_id=run_id)
-        if json_out:
-            _json(preview.to_json())
-        else:
-            _preview_text(preview)
-        return
-    # reading=True: git's staleness check of the index (the ordinal floor is read from it
-    # before the lease) starts now and runs alongside the run's reading and checking
-    with memidex(reading=True, wait=wait) as m:
-        result = plain.with_progress(
-            "curating", lambda cb: m.ingest(run_file, ci=ci, build_tag=build_tag,
-                                            fmt=fmt, product=product, run_id=run_id,
-                                            progress=cb, no_wait=no_wait), quiet=json_out)
-    if json_out:
-        _json(result.to_json())
-        return
-    if result.queued is not None:
-        sys.stdout.write(f"{_t(result.run_id)}: queued for the daemon as {result.queued}\n")
-        return
-    ops: dict[str, int] = {}
-    for c in result.changes:
-        ops[c["op"]] = ops.get(c["op"], 0) + 1
-    head = (f"{_t(result.run_id)}: already ingested at ordinal {result.ordinal}; nothing "
-            "changed" if result.already else
-            f"{_t(result.run_id)}: ordinal {result.ordinal}"
-            + (f", build {_t(result.build_tag)}" if result.build_tag else "")
-            + (" (CI)" if result.ci else "")
-            + (" (resumed)" if result.resumed else ""))
-    sys.stdout.write(head + "\n")
-    if not result.already:
-        summary = ", ".join(f"{n} {op}" for op, n in sorted(ops.items())) or "no changes"
-        sys.stdout.write(f"  changes: {summary}\n")
-        for test_id, cause in sorted(result.analysis.items()):
-            sys.stdout.write(f"  {_t(test_id)}: {cause}\n")
-        if result.proposals:
-            sys.stdout.write(f"  {len(result.proposals)} proposal(s) held for review: "
-                             "`memidex knowledge proposals`\n")
-    for note in result.notes:
-        sys.stdout.write(f"  note: {_t(note)}\n")
-
-
-def _preview_text(p: Any) -> None:
-    from memidex.cli.plain import safe
-
-    out = sys.stdout
-    if p.already:
-        out.write(f"{safe(p.run_id)}: already ingested at ordinal {p.ordinal}; ingesting it "
-                  "again would change nothing\n")
-        return
-    build = f", build {safe(p.build_tag)}" if p.build_tag else ""
-    out.write(f"{safe(p.run_id)} would be ordinal {p.ordinal} of {safe(p.product)}{build}"
-              f"{' (CI)' if p.ci else ''} — dry run, nothing was written\n")
-    for test_id, cause in sorted(p.analysis.items()):
-        out.write(f"  {safe(test_id)}: {cause}\n")
-    if not p.changes and not p.proposals:
-        out.write("  it would teach nothing new\n")
-    for op, rid, title in p.changes:
-        out.write(f"  {op:9} {safe(title)}\n            {safe(rid)}\n")
-    for pid, op, rid, reason in p.proposals:
-        out.write(f"  proposal {pid} ({op} {safe(rid)}): {safe(reason)}\n")
-    from memidex.cli.term import SETTINGS
-
-    if not SETTINGS.quiet:
-        for note in p.notes:
-            out.write(f"  note: {safe(note)}\n")
+    run_ingest(IngestArgs(STATE.root, run_file, ci, build_tag, fmt, product, run_id, wait,
+                          no_wait, dry_run, json_out))
 
 
 def _titles(m: Any) -> dict[str, str]:
