@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from memidex.records.yamlfast import (
@@ -613,3 +613,66 @@ def test_regression_no_catastrophic_backtracking_on_near_canonical_lines() -> No
                  "k: [" + "x" * 5000 + " ]\n"):
         fast = fast_load(text)
         assert fast is None or any(same(fast, loaded) for loaded in load_all(text))
+
+
+# --- the YAML 1.1 implicit types, without PyYAML: held to its resolver ----------------------
+_RESOLVER = yaml.resolver.Resolver()
+
+
+def _pyyaml_plain_str(s: str) -> bool:
+    tag = _RESOLVER.resolve(yaml.ScalarNode, s, (True, False))
+    return bool(tag == "tag:yaml.org,2002:str")
+
+
+@settings(max_examples=3000)
+@given(st.one_of(
+    st.from_regex(r"[-+0-9.<=~][-+0-9._:eEbBxXoOaAfF<=~ TtZinfINFaNn]{0,24}", fullmatch=True),
+    st.from_regex(r"[-+]?[0-9]{1,4}(?:[-:._][0-9]{1,3}){0,4}(?:[Tt ][0-9:. ]{0,12})?"
+                  r"(?:Z|[-+][0-9]{1,2}(?::[0-9]{2})?)?", fullmatch=True),
+    st.from_regex(r"[0-9]{3,5}-[0-9]{1,3}-[0-9]{1,3}", fullmatch=True),
+    st.from_regex(r"[-+]?[0-9]{1,3}(?::[0-9]{1,2}){1,3}(?:\.[0-9]{0,2})?", fullmatch=True),
+    st.from_regex(r"[-+]?0[bx0-9][0-9a-fA-F_]{0,6}", fullmatch=True),
+    st.from_regex(r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt]|[ \t]{1,2})[0-9]{1,2}:[0-9]{2}:"
+                  r"[0-9]{2}(?:\.[0-9]{0,3})?[ \t]?(?:Z|[-+][0-9]{1,2}(?::[0-9]{2})?)?",
+                  fullmatch=True),
+))
+@example("0b2")
+@example("0b")
+@example("09")
+@example("0x")
+@example("0xg")
+@example("1:60")
+@example("1:5.")
+@example("-.inf")
+@example(".NaN")
+@example("2024-01-01T1:00:00")
+@example("2024-01-01 10:00:00 +5")
+@example("<<")
+@example("~")
+@example("=")
+def test_is_plain_str_agrees_with_pyyamls_resolver(s: str) -> None:
+    from memidex.records.yamlfast import _YAML11_TYPED
+
+    assert (not _YAML11_TYPED.fullmatch(s)) == _pyyaml_plain_str(s), s
+
+
+@pytest.mark.parametrize("s", ["120 ms", "3 items", "-x", "+1 more", "1.2.3", "10:75",
+                               "2024-1-1", "0b12", "08", "0x", ".", "..", "<", "==", "~x",
+                               "1_000 ms", "2024-01-01 x"])
+def test_strings_a_yaml_11_reader_keeps_as_strings(s: str) -> None:
+    from memidex.records.yamlfast import _YAML11_TYPED
+
+    assert not _YAML11_TYPED.fullmatch(s)
+    assert _pyyaml_plain_str(s)
+
+
+def test_writing_a_record_imports_no_pyyaml() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; from memidex.records.yamlfast import is_plain_str; "
+            "assert is_plain_str('120 ms') and not is_plain_str('1:20'); "
+            "print('yaml' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"

@@ -40,19 +40,11 @@ _MUST_ESCAPE = re.compile(  # (the complement of what PyYAML reads: quick to com
 _QUOTED = re.compile(r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u(?![dD][89a-fA-F])[0-9a-fA-F]{4})*"')
 _KEY_LINE = re.compile(r"([a-z_][a-z0-9_]*):(?: (.*))?")
 
-_STR_TAG = "tag:yaml.org,2002:str"
 # YAML forgets an implicit ("simple") key longer than 1024 characters: PyYAML and libyaml
 # then refuse the flow mapping. Longer keys are written explicitly, as ``? key: value``.
 _SIMPLE_KEY_MAX = 1000
 # Deeper flow nesting is left to PyYAML (which refuses it) rather than recursing here.
 _MAX_DEPTH = 64
-
-
-@lru_cache(maxsize=1)
-def _resolver() -> Any:
-    import yaml
-
-    return yaml.resolver.Resolver()
 
 
 def yaml_loader() -> Any:
@@ -123,6 +115,23 @@ _YAML12_NUMBER = re.compile(
 )
 
 
+# What else a YAML 1.1 reader (PyYAML) takes a plain scalar starting with one of the
+# characters above for (yaml.org/type/: int in bases 2, 8, 10, 16 and 60; float, with
+# base 60, .inf and .nan; timestamp; merge; value; null as "~"): such a string is quoted.
+# A property test holds this to PyYAML's own resolver, which is then never imported to
+# write a record.
+_YAML11_TYPED = re.compile(
+    r"[-+]?0b[01_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+"
+    r"|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+"
+    r"|[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?"
+    r"|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)"
+    r"|[0-9]{4}-[0-9]{2}-[0-9]{2}"
+    r"|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt]|[ \t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]*)?"
+    r"(?:[ \t]*(?:Z|[-+][0-9]{1,2}(?::[0-9]{2})?))?"
+    r"|<<|=|~"
+)
+
+
 @lru_cache(maxsize=65536)
 def is_plain_str(value: str) -> bool:
     """True when ``value`` may be written unquoted and still reads back as this string."""
@@ -137,10 +146,7 @@ def is_plain_str(value: str) -> bool:
         return value not in _BOOL_OR_NULL
     if _YAML12_NUMBER.fullmatch(value):
         return False
-    import yaml
-
-    tag = _resolver().resolve(yaml.ScalarNode, value, (True, False))
-    return bool(tag == _STR_TAG)
+    return not _YAML11_TYPED.fullmatch(value)
 
 
 def _quote(value: str) -> str:
