@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memidex.write.inbox import (
+    LOCAL_DAEMONS,
     SUBMITTED,
     Queue,
     apply_item,
@@ -122,6 +123,7 @@ def run_daemon(store: Store, *, wait: float, ttl: float, once: bool = False,
                             "staging_removed": len(rec.staging_removed)}
         report.pending_model_steps = len(session.journal.pending_steps())
         write_daemon_file(store.queue_dir, epoch)
+        LOCAL_DAEMONS[0] += 1
         try:
             queue.cleanup()
             say(f"memidex daemon: pid {report.pid} holds the writer lease (epoch {epoch}); "
@@ -153,6 +155,7 @@ def run_daemon(store: Store, *, wait: float, ttl: float, once: bool = False,
                 if not stop.is_set():  # until the next poll, or an item this process queued
                     SUBMITTED.wait(poll / 10 if HURRY.is_set() else poll)
         finally:
+            LOCAL_DAEMONS[0] -= 1
             remove_daemon_file(store.queue_dir, epoch)
     report.stopped = why[0] if why else "stop"
     say(f"memidex daemon: stopped ({report.stopped}); writer lease released")

@@ -64,6 +64,11 @@ _FINISHED = threading.Condition()
 """Notified when this process wrote an outcome: a waiter in the same process (a warm
 server's command) reads it at once instead of at its next poll. Other processes poll."""
 _finished = [0]  # how many outcomes this process wrote (under _FINISHED)
+LOCAL_DAEMONS = [0]
+"""How many daemon loops run in this process. Only then may a waiter wait on
+:data:`_FINISHED`: a timed wait on a lock takes an absolute deadline from a clock that
+libfaketime (or a clock set far ahead) can move, where a plain sleep cannot — a waiter
+with no daemon beside it sleeps between its polls, as before."""
 _HANDED: dict[str, Mapping[str, Any]] = {}
 """Jobs queued by this process with their objects (:attr:`Job.local`), by item id: a
 daemon in the same process gives its handler those, not the item's JSON read back and
@@ -306,9 +311,13 @@ class Queue:
                 if not still_live():
                     return self.take_outcome(item_id)
                 next_check = now + check_every
+            pause = min(poll, max(0.0, deadline - now))
+            if not LOCAL_DAEMONS[0]:
+                time.sleep(pause)
+                continue
             with _FINISHED:  # an outcome this process wrote since `seen` ends the wait
                 if _finished[0] == seen:
-                    _FINISHED.wait(min(poll, max(0.0, deadline - now)))
+                    _FINISHED.wait(pause)
 
     def cleanup(self, *, max_age: float = MARKER_MAX_AGE) -> list[str]:
         """Remove markers and temp files nobody collected for ``max_age`` seconds."""
