@@ -30,7 +30,7 @@ from memidex.index.db import (
 from memidex.index.leftovers import clear_target, remove_stale_builds, stale_builds
 from memidex.index.schema import POST_LOAD, SCHEMA_VERSION, TOKENIZER
 from memidex.index.staleness import Snapshot, take_snapshot
-from memidex.masking import index_view
+from memidex.masking import Masker
 from memidex.records.ids import scope_json
 from memidex.store.files import FileStat, LoadedRecord, Store
 from memidex.store.fsio import fsync_file, swap_into_place
@@ -131,9 +131,23 @@ def _edges(r: Record) -> tuple[tuple[str, str, str], ...]:
 
 
 def file_rows(store: Store, fs: FileStat) -> FileRows:
-    """Read and parse one record file into its rows (bad files give problem rows)."""
+    """Read and parse one record file into its rows (bad files give problem rows).
+
+    The full path (parse, validate, mask, project), as a refresh of a few files takes it;
+    a rebuild reads canonical files with :mod:`memidex.index.rowread` (same rows)."""
+    return _file_rows(store, fs, str(store.root), _masker(store), canonical=False)
+
+
+def _masker(store: Store) -> Masker:
+    return Masker.load(store.config.root / store.config.secrets_file)
+
+
+def _file_rows(store: Store, fs: FileStat, root: str, masker: Masker, *,
+               canonical: bool = True) -> FileRows:
+    from memidex.index.rowread import canonical_rows, read_file
+
     try:
-        data, fs = store.read_with_stat(fs.relpath)
+        data, st = read_file(root, fs.relpath)
     except OSError as exc:
         return FileRows((fs.relpath, "record", fs.size, fs.mtime_ns, fs.ino, ""), None, (), (),
                         (), ((fs.relpath, 0, f"cannot read: {exc.strerror}"),))
@@ -141,16 +155,24 @@ def file_rows(store: Store, fs: FileStat) -> FileRows:
     from memidex.records.digest import content_hash
 
     sha = content_hash(data)
-    frow = (fs.relpath, "record", len(data), fs.mtime_ns, fs.ino, sha)
+    frow = (fs.relpath, "record", len(data), st.st_mtime_ns, st.st_ino, sha)
     record = recall(sha)  # written by this process a moment ago: no need to parse it
     if record is None:
+        if canonical and not masker.secrets:  # nothing to mask: its rows at once
+            try:
+                rows = canonical_rows(data.decode("utf-8"), fs.relpath)
+            except UnicodeDecodeError:
+                rows = None
+            if rows is not None:
+                return FileRows(frow, *rows, ())
         try:
             record = parse_record_bytes(data, fs.relpath)
         except RecordError as exc:
             return FileRows(frow, None, (), (), (),
                             tuple((p.path, p.line, p.reason) for p in exc.problems))
-    record = index_view(record, store.config.root / store.config.secrets_file)  # masked
-    lr = LoadedRecord(fs.relpath, record, sha, fs)
+    record = masker.for_index(record)  # masked (memidex.masking.index_view)
+    lr = LoadedRecord(fs.relpath, record, sha, FileStat(fs.relpath, st.st_size,
+                                                        st.st_mtime_ns, st.st_ino))
     anchors = ((record.anchor, 1), *((a, 0) for a in record.anchors))
     return FileRows(frow, record_row(lr), history_rows(record), anchors, _edges(record), ())
 
@@ -193,7 +215,9 @@ def flatten(rows: Sequence[FileRows], first_rowid: int, *, dense: bool) -> Batch
 
 def _batch(store: Store, files: Sequence[FileStat], start: int, end: int) -> Batch:
     """Files ``start:end`` parsed and flattened (rowids from their positions)."""
-    return flatten([file_rows(store, fs) for fs in files[start:end]], 1 + start, dense=False)
+    root, masker = str(store.root), _masker(store)
+    return flatten([_file_rows(store, fs, root, masker) for fs in files[start:end]],
+                   1 + start, dense=False)
 
 
 # What the parser processes read, set in the parent just while they are forked (under a
