@@ -28,18 +28,26 @@ from memidex.index.db import (
     xor_hex,
 )
 from memidex.index.leftovers import clear_target, remove_stale_builds, stale_builds
+from memidex.index.rows import (
+    FileRows,
+    file_rows,
+    history_rows,
+    masker_of,
+    record_row,
+    rows_of,
+    unreadable,
+)
 from memidex.index.schema import POST_LOAD, SCHEMA_VERSION, TOKENIZER
 from memidex.index.staleness import Snapshot, take_snapshot
-from memidex.masking import Masker
-from memidex.records.ids import scope_json
-from memidex.store.files import FileStat, LoadedRecord, Store
+from memidex.store.files import FileStat, Store
 from memidex.store.fsio import fsync_file, swap_into_place
 
 if TYPE_CHECKING:
-    from memidex.records.model import Policy, Record
+    from memidex.records.model import Policy
 
 __all__ = [
     "BuildReport",
+    "record_row",
     "FileRows",
     "clear_target",
     "remove_stale_builds",
@@ -63,18 +71,6 @@ PARALLEL_MIN_FILES = 4000
 CHUNK = 500
 
 
-class FileRows(NamedTuple):
-    """Everything one record file contributes to the index (a tuple: cheap to pickle
-    from a parser process)."""
-
-    file: tuple[str, str, int, int, int, str]
-    record: tuple[Any, ...] | None
-    versions: tuple[tuple[Any, ...], ...]  # history_versions rows, without the rowid
-    anchors: tuple[tuple[str, int], ...]  # (anchor, main)
-    edges: tuple[tuple[str, str, str], ...]
-    problems: tuple[tuple[str, int, str], ...]
-
-
 @dataclass
 class BuildReport:
     records: int = 0
@@ -92,89 +88,6 @@ class BuildReport:
         return {"path": relpath, "records": self.records, "policies": self.policies,
                 "seconds": round(self.seconds, 3),
                 "errors": [p.as_dict() for p in self.problems]}
-
-
-def record_row(lr: LoadedRecord) -> tuple[Any, ...]:
-    r = lr.record
-    history = None
-    if r.history:
-        history = json.dumps(
-            [{"from": h.valid.from_, "until": h.valid.until, "title": h.title, "body": h.body}
-             for h in r.history],
-            ensure_ascii=False, separators=(",", ":"),
-        )
-    return (
-        r.id, lr.relpath, r.kind, r.status, r.product, r.anchor, r.title, r.body,
-        "\n".join(r.all_anchors),
-        scope_json(dict(r.scope)),
-        r.trust.source, r.trust.confirmations, r.trust.contradictions, r.trust.last_confirmed,
-        r.valid.from_, r.valid.until, history,
-    )
-
-
-def history_rows(r: Record) -> tuple[tuple[Any, ...], ...]:
-    """One ``history_versions`` row per earlier version (without the record's rowid),
-    what the file leaves out filled in as :meth:`HistoryEntry.resolved` says."""
-    out = []
-    for n, h in enumerate(r.history, start=1):
-        trust, anchors, status = h.resolved(r)
-        out.append((
-            n, r.id, r.product, r.kind, status, h.valid.from_, h.valid.until, h.title, h.body,
-            "\n".join((r.anchor, *(a for a in anchors if a != r.anchor))),
-            trust.source, trust.confirmations, trust.contradictions, trust.last_confirmed,
-        ))
-    return tuple(out)
-
-
-def _edges(r: Record) -> tuple[tuple[str, str, str], ...]:
-    return tuple((r.id, rel, dst) for rel, dst in r.relations.edges())
-
-
-def file_rows(store: Store, fs: FileStat) -> FileRows:
-    """Read and parse one record file into its rows (bad files give problem rows).
-
-    The full path (parse, validate, mask, project), as a refresh of a few files takes it;
-    a rebuild reads canonical files with :mod:`memidex.index.rowread` (same rows)."""
-    return _file_rows(store, fs, str(store.root), _masker(store), canonical=False)
-
-
-def _masker(store: Store) -> Masker:
-    return Masker.load(store.config.root / store.config.secrets_file)
-
-
-def _file_rows(store: Store, fs: FileStat, root: str, masker: Masker, *,
-               canonical: bool = True) -> FileRows:
-    from memidex.index.rowread import canonical_rows, read_file
-
-    try:
-        data, st = read_file(root, fs.relpath)
-    except OSError as exc:
-        return FileRows((fs.relpath, "record", fs.size, fs.mtime_ns, fs.ino, ""), None, (), (),
-                        (), ((fs.relpath, 0, f"cannot read: {exc.strerror}"),))
-    from memidex.records.codec import parse_record_bytes, recall
-    from memidex.records.digest import content_hash
-
-    sha = content_hash(data)
-    frow = (fs.relpath, "record", len(data), st.st_mtime_ns, st.st_ino, sha)
-    record = recall(sha)  # written by this process a moment ago: no need to parse it
-    if record is None:
-        if canonical and not masker.secrets:  # nothing to mask: its rows at once
-            try:
-                rows = canonical_rows(data.decode("utf-8"), fs.relpath)
-            except UnicodeDecodeError:
-                rows = None
-            if rows is not None:
-                return FileRows(frow, *rows, ())
-        try:
-            record = parse_record_bytes(data, fs.relpath)
-        except RecordError as exc:
-            return FileRows(frow, None, (), (), (),
-                            tuple((p.path, p.line, p.reason) for p in exc.problems))
-    record = masker.for_index(record)  # masked (memidex.masking.index_view)
-    lr = LoadedRecord(fs.relpath, record, sha, FileStat(fs.relpath, st.st_size,
-                                                        st.st_mtime_ns, st.st_ino))
-    anchors = ((record.anchor, 1), *((a, 0) for a in record.anchors))
-    return FileRows(frow, record_row(lr), history_rows(record), anchors, _edges(record), ())
 
 
 class Batch(NamedTuple):
@@ -215,9 +128,22 @@ def flatten(rows: Sequence[FileRows], first_rowid: int, *, dense: bool) -> Batch
 
 def _batch(store: Store, files: Sequence[FileStat], start: int, end: int) -> Batch:
     """Files ``start:end`` parsed and flattened (rowids from their positions)."""
-    root, masker = str(store.root), _masker(store)
-    return flatten([_file_rows(store, fs, root, masker) for fs in files[start:end]],
-                   1 + start, dense=False)
+    from memidex.index.rowread import FileReader, canonical_rows
+
+    reader, masker = FileReader(str(store.root)), masker_of(store)
+    out = []
+    try:
+        for fs in files[start:end]:
+            try:
+                data, st = reader.read(fs.relpath)
+            except OSError as exc:
+                out.append(unreadable(fs, exc))
+                continue
+            out.append(rows_of(fs.relpath, data, st.st_mtime_ns, st.st_ino, masker,
+                               canonical_rows))
+    finally:
+        reader.close()
+    return flatten(out, 1 + start, dense=False)
 
 
 # What the parser processes read, set in the parent just while they are forked (under a

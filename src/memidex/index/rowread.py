@@ -30,7 +30,7 @@ from memidex.records.ids import ANCHOR_RE, ID_RE, PRODUCT_RE, record_id, scope_j
 from memidex.records.model import MAX_ORDINAL
 from memidex.store.files import check_rel
 
-__all__ = ["CanonicalRows", "canonical_rows", "read_file"]
+__all__ = ["CanonicalRows", "FileReader", "canonical_rows"]
 
 CanonicalRows = tuple[tuple[Any, ...], tuple[tuple[Any, ...], ...],
                       tuple[tuple[str, int], ...], tuple[tuple[str, str, str], ...]]
@@ -125,20 +125,38 @@ _GOOD_ANCHORS: set[str] = set()
 _GOOD_PRODUCTS: set[str] = set()
 
 
-def read_file(root: str, relpath: str) -> tuple[bytes, os.stat_result]:
-    """The bytes of a file and the stat of exactly the file they were read from (as
-    :meth:`Store.read_with_stat`, without the buffered file object)."""
-    fd = os.open(os.path.join(root, check_rel(relpath)), os.O_RDONLY)
-    try:
-        st = os.fstat(fd)
-        data = os.read(fd, st.st_size + 1)
-        more = os.read(fd, 65536) if data else b""
-        while more:  # it grew since the fstat: read to the end, as f.read() does
-            data += more
-            more = os.read(fd, 65536)
-    finally:
-        os.close(fd)
-    return data, st
+class FileReader:
+    """Reads record files as :meth:`Store.read_with_stat` does (the bytes, and the stat of
+    exactly the file they came from), without the buffered file object, each file opened
+    relative to its folder (kept open until :meth:`close`)."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.dirs: dict[str, int] = {}
+
+    def read(self, relpath: str) -> tuple[bytes, os.stat_result]:
+        folder, _, name = check_rel(relpath).rpartition("/")
+        dfd = self.dirs.get(folder)
+        if dfd is None:
+            dfd = os.open(os.path.join(self.root, folder), os.O_RDONLY | os.O_DIRECTORY)
+            self.dirs[folder] = dfd
+        fd = os.open(name, os.O_RDONLY, dir_fd=dfd)
+        try:
+            st = os.fstat(fd)
+            data = os.read(fd, st.st_size + 1)
+            if len(data) > st.st_size:  # it grew since the fstat: to the end, as f.read()
+                more = os.read(fd, 65536)
+                while more:
+                    data += more
+                    more = os.read(fd, 65536)
+        finally:
+            os.close(fd)
+        return data, st
+
+    def close(self) -> None:
+        for dfd in self.dirs.values():
+            os.close(dfd)
+        self.dirs.clear()
 
 
 def _text(token: str) -> str:
