@@ -3,7 +3,8 @@
 For a file it accepts, ``canonical_rows`` must give exactly the rows the full path gives
 (parse, validate, mask, ``record_row``, ``history_rows``, anchors, edges); for anything
 else it must decline, so the full path's rows and problems stand. Held on generated
-canonical records (any value, and plain ones the fast path must accept), on mutations of
+canonical records (any value, and plain ones the fast path must accept, with comments
+too), on mutations of
 them (either both agree or it declines), and on whole rebuilds compared table by table,
 shadow tables of the FTS index included, with and without the reader, in one process and
 through the parser pool.
@@ -122,6 +123,26 @@ def test_plain_canonical_records_take_the_fast_path_with_the_same_rows(r: Record
     assert got == full_rows(text)
 
 
+@settings(max_examples=300, deadline=None)
+@given(plain_records(), st.data())
+def test_comments_are_taken_out_as_the_yaml_reader_takes_them_out(r: Record,
+                                                                   data: st.DataObject) -> None:
+    """The SPEC example's style: a comment after some values, and comment lines."""
+    text = dump_record(r)
+    end = text.index("\n---\n", 3)
+    lines = text[:end].split("\n")
+    for i in range(1, len(lines)):
+        if data.draw(st.booleans()):
+            lines[i] += data.draw(st.sampled_from(["  # note", " # a: b, [c]", " #"]))
+    if data.draw(st.booleans()):
+        lines.insert(data.draw(st.integers(1, len(lines))), "# a comment line")
+    commented = "\n".join(lines) + text[end:]
+    got = canonical_rows(commented, PATH)
+    assert got is None or got == full_rows(commented) == full_rows(text), commented
+    if '"' not in text[:end] and "'" not in text[:end]:
+        assert got is not None, commented
+
+
 @settings(max_examples=400, deadline=None)
 @given(plain_records(texty=True))
 def test_quoted_and_odd_values_give_the_same_rows_or_are_declined(r: Record) -> None:
@@ -218,8 +239,12 @@ def test_what_the_full_path_refuses_or_reads_otherwise_is_declined() -> None:
         assert bad != good, old
         assert full_rows(bad) is None, bad
         assert canonical_rows(bad, PATH) is None, bad
+    for comment in ("   # a comment", " #a comment, no: space"):
+        commented = good.replace("title: Fine", "title: Fine" + comment)
+        assert canonical_rows(commented, PATH) == full_rows(good)
     read_otherwise = (  # valid, but not in the shapes the reader takes
-        good.replace("title: Fine", "title: Fine # a comment"),
+        good.replace("title: Fine", "title: Fine#glued"),  # part of the title
+        good.replace("title: Fine", 'title: "Fine" # a comment after a quote'),
         "\ufeff" + good,
         good.replace("\n", "\r\n"),
         good.replace("title: Fine", "title: 'Fine'"),

@@ -2,7 +2,8 @@
 
 A rebuild spends most of its time turning each file into its rows. For a file in the
 canonical form memidex writes (``memidex.records.codec.dump_record``) whose every value
-is of a shape this module knows, :func:`canonical_rows` reads the front matter with one
+is of a shape this module knows (comments aside, taken out as the fast YAML reader takes
+them out), :func:`canonical_rows` reads the front matter with one
 regular expression and builds the rows from its groups: no YAML reader, no JSON text, no
 :class:`~memidex.records.model.Record` objects. For anything else — another key order,
 comments, block style, a value of an unusual shape, a record validation would refuse, a
@@ -275,6 +276,13 @@ def canonical_rows(text: str, relpath: str) -> CanonicalRows | None:
     if end < 0:
         return None
     front = text[4 : end + 1]
+    if "#" in front:  # comments out first, exactly as the fast YAML reader takes them out
+        from memidex.records.yamlfast import _without_comments
+
+        stripped = _without_comments(front)
+        if stripped is None:
+            return None
+        front = stripped
     p = _patterns()
     m = p.front.fullmatch(front)
     if m is None or p.long_token.search(front):
