@@ -8,11 +8,13 @@ secondary indexes after the load, then swaps it in under an exclusive lock on th
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sqlite3
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,18 +30,26 @@ from memidex.index.db import (
     xor_hex,
 )
 from memidex.index.leftovers import clear_target, remove_stale_builds, stale_builds
+from memidex.index.rows import (
+    FileRows,
+    file_rows,
+    history_rows,
+    masker_of,
+    record_row,
+    rows_of,
+    unreadable,
+)
 from memidex.index.schema import POST_LOAD, SCHEMA_VERSION, TOKENIZER
 from memidex.index.staleness import Snapshot, take_snapshot
-from memidex.masking import index_view
-from memidex.records.ids import scope_json
-from memidex.store.files import FileStat, LoadedRecord, Store
+from memidex.store.files import FileStat, Store
 from memidex.store.fsio import fsync_file, swap_into_place
 
 if TYPE_CHECKING:
-    from memidex.records.model import Policy, Record
+    from memidex.records.model import Policy
 
 __all__ = [
     "BuildReport",
+    "record_row",
     "FileRows",
     "clear_target",
     "remove_stale_builds",
@@ -63,18 +73,6 @@ PARALLEL_MIN_FILES = 4000
 CHUNK = 500
 
 
-class FileRows(NamedTuple):
-    """Everything one record file contributes to the index (a tuple: cheap to pickle
-    from a parser process)."""
-
-    file: tuple[str, str, int, int, int, str]
-    record: tuple[Any, ...] | None
-    versions: tuple[tuple[Any, ...], ...]  # history_versions rows, without the rowid
-    anchors: tuple[tuple[str, int], ...]  # (anchor, main)
-    edges: tuple[tuple[str, str, str], ...]
-    problems: tuple[tuple[str, int, str], ...]
-
-
 @dataclass
 class BuildReport:
     records: int = 0
@@ -92,67 +90,6 @@ class BuildReport:
         return {"path": relpath, "records": self.records, "policies": self.policies,
                 "seconds": round(self.seconds, 3),
                 "errors": [p.as_dict() for p in self.problems]}
-
-
-def record_row(lr: LoadedRecord) -> tuple[Any, ...]:
-    r = lr.record
-    history = None
-    if r.history:
-        history = json.dumps(
-            [{"from": h.valid.from_, "until": h.valid.until, "title": h.title, "body": h.body}
-             for h in r.history],
-            ensure_ascii=False, separators=(",", ":"),
-        )
-    return (
-        r.id, lr.relpath, r.kind, r.status, r.product, r.anchor, r.title, r.body,
-        "\n".join(r.all_anchors),
-        scope_json(dict(r.scope)),
-        r.trust.source, r.trust.confirmations, r.trust.contradictions, r.trust.last_confirmed,
-        r.valid.from_, r.valid.until, history,
-    )
-
-
-def history_rows(r: Record) -> tuple[tuple[Any, ...], ...]:
-    """One ``history_versions`` row per earlier version (without the record's rowid),
-    what the file leaves out filled in as :meth:`HistoryEntry.resolved` says."""
-    out = []
-    for n, h in enumerate(r.history, start=1):
-        trust, anchors, status = h.resolved(r)
-        out.append((
-            n, r.id, r.product, r.kind, status, h.valid.from_, h.valid.until, h.title, h.body,
-            "\n".join((r.anchor, *(a for a in anchors if a != r.anchor))),
-            trust.source, trust.confirmations, trust.contradictions, trust.last_confirmed,
-        ))
-    return tuple(out)
-
-
-def _edges(r: Record) -> tuple[tuple[str, str, str], ...]:
-    return tuple((r.id, rel, dst) for rel, dst in r.relations.edges())
-
-
-def file_rows(store: Store, fs: FileStat) -> FileRows:
-    """Read and parse one record file into its rows (bad files give problem rows)."""
-    try:
-        data, fs = store.read_with_stat(fs.relpath)
-    except OSError as exc:
-        return FileRows((fs.relpath, "record", fs.size, fs.mtime_ns, fs.ino, ""), None, (), (),
-                        (), ((fs.relpath, 0, f"cannot read: {exc.strerror}"),))
-    from memidex.records.codec import parse_record_bytes, recall
-    from memidex.records.digest import content_hash
-
-    sha = content_hash(data)
-    frow = (fs.relpath, "record", len(data), fs.mtime_ns, fs.ino, sha)
-    record = recall(sha)  # written by this process a moment ago: no need to parse it
-    if record is None:
-        try:
-            record = parse_record_bytes(data, fs.relpath)
-        except RecordError as exc:
-            return FileRows(frow, None, (), (), (),
-                            tuple((p.path, p.line, p.reason) for p in exc.problems))
-    record = index_view(record, store.config.root / store.config.secrets_file)  # masked
-    lr = LoadedRecord(fs.relpath, record, sha, fs)
-    anchors = ((record.anchor, 1), *((a, 0) for a in record.anchors))
-    return FileRows(frow, record_row(lr), history_rows(record), anchors, _edges(record), ())
 
 
 class Batch(NamedTuple):
@@ -193,7 +130,22 @@ def flatten(rows: Sequence[FileRows], first_rowid: int, *, dense: bool) -> Batch
 
 def _batch(store: Store, files: Sequence[FileStat], start: int, end: int) -> Batch:
     """Files ``start:end`` parsed and flattened (rowids from their positions)."""
-    return flatten([file_rows(store, fs) for fs in files[start:end]], 1 + start, dense=False)
+    from memidex.index.rowread import FileReader, canonical_rows
+
+    reader, masker = FileReader(str(store.root)), masker_of(store)
+    out = []
+    try:
+        for fs in files[start:end]:
+            try:
+                data, st = reader.read(fs.relpath)
+            except OSError as exc:
+                out.append(unreadable(fs, exc))
+                continue
+            out.append(rows_of(fs.relpath, data, st.st_mtime_ns, st.st_ino, masker,
+                               canonical_rows))
+    finally:
+        reader.close()
+    return flatten(out, 1 + start, dense=False)
 
 
 # What the parser processes read, set in the parent just while they are forked (under a
@@ -243,8 +195,16 @@ def _iter_batches(store: Store, files: Sequence[FileStat], jobs: int) -> Iterato
             pool = ctx.Pool(jobs, initializer=_ignore_sigint)
         finally:
             _FORKED = None
+    # A few chunks in flight, not all: the parsers outrun the inserting parent, and
+    # results nobody has taken yet would pile up in its memory.
     with pool:
-        for data in pool.imap(_forked_batch, spans):
+        todo = iter(spans)
+        pending = deque(pool.apply_async(_forked_batch, (span,))
+                        for span in itertools.islice(todo, 2 * jobs + 2))
+        while pending:
+            data = pending.popleft().get()
+            for span in itertools.islice(todo, 1):
+                pending.append(pool.apply_async(_forked_batch, (span,)))
             yield Batch(*marshal.loads(data))
 
 
@@ -261,21 +221,35 @@ INSERT_VERSION = (
 INSERT_FTS = "INSERT INTO records_fts(rowid, title, body, anchors) VALUES (?, ?, ?, ?)"
 INSERT_FILE = "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?)"
 INSERT_ANCHOR = "INSERT OR IGNORE INTO anchors(anchor, record_rowid, main) VALUES (?,?,?)"
+STAGE_ANCHOR = "INSERT INTO temp.staged_anchors(anchor, record_rowid, main) VALUES (?,?,?)"
 INSERT_EDGE = "INSERT OR IGNORE INTO edges(record_rowid, src, rel, dst) VALUES (?,?,?,?)"
 INSERT_PROBLEM = "INSERT INTO problems(path, line, reason) VALUES (?,?,?)"
 INSERT_POLICY = "INSERT OR REPLACE INTO policies VALUES (?,?,?,?,?,?,?)"
 
 
-def insert_batch(conn: sqlite3.Connection, batch: Batch) -> None:
+def insert_batch(conn: sqlite3.Connection, batch: Batch, *, stage_anchors: bool = False
+                 ) -> None:
+    """``stage_anchors``: into ``temp.staged_anchors`` (a rebuild), for one sorted insert
+    at the end (:func:`_insert_staged_anchors`) — at 100,000 records the anchors' b-tree
+    costs three times as much filled in record order."""
     conn.executemany(INSERT_FILE, batch.files)
     conn.executemany(INSERT_RECORD, batch.records)
     # (rowid, title, body, anchors), built here: sent from a parser, the text would
     # cross the pipe twice
     conn.executemany(INSERT_FTS, [(r[0], r[7], r[8], r[9]) for r in batch.records])
     conn.executemany(INSERT_VERSION, batch.versions)
-    conn.executemany(INSERT_ANCHOR, batch.anchors)
+    conn.executemany(STAGE_ANCHOR if stage_anchors else INSERT_ANCHOR, batch.anchors)
     conn.executemany(INSERT_EDGE, batch.edges)
     conn.executemany(INSERT_PROBLEM, batch.problems)
+
+
+def _insert_staged_anchors(conn: sqlite3.Connection) -> None:
+    """The staged anchor rows in key order (the first of two equal keys, as inserting
+    them in record order would keep — there are none: a record's anchors are a set)."""
+    conn.execute("INSERT OR IGNORE INTO anchors(anchor, record_rowid, main) SELECT anchor,"
+                 " record_rowid, main FROM temp.staged_anchors"
+                 " ORDER BY anchor, record_rowid, rowid")
+    conn.execute("DROP TABLE temp.staged_anchors")
 
 
 def policy_rows(store: Store, files: Sequence[FileStat]) -> tuple[
@@ -344,6 +318,8 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
             "PRAGMA temp_store=MEMORY; PRAGMA locking_mode=EXCLUSIVE;"
         )
         create_schema(conn)  # executescript: runs outside the load transaction
+        conn.execute("CREATE TEMP TABLE staged_anchors(anchor TEXT NOT NULL,"
+                     " record_rowid INTEGER NOT NULL, main INTEGER NOT NULL)")
         conn.execute("BEGIN")
         total = len(files)
         done = 0
@@ -352,11 +328,12 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
         for batch in _iter_batches(store, files, workers):
             if snapper.ident is None:
                 snapper.start()
-            insert_batch(conn, batch)
+            insert_batch(conn, batch, stage_anchors=True)
             fingerprint ^= batch.fingerprint
             done += len(batch.files)
             if progress:
                 progress(done, total)
+        _insert_staged_anchors(conn)
         conn.executemany(INSERT_PROBLEM, [(p.path, p.line, p.reason) for p in scan_problems])
         frows, prows, pproblems = policy_rows(store, policy_files)
         conn.executemany(INSERT_FILE, frows)
