@@ -284,7 +284,7 @@ def test_search_imports_neither_typer_nor_rich_nor_the_record_parser(repo: Path)
              # result types it does not return (each frozen dataclass costs ~0.5 ms to
              # define), the vectors' layer, the pager's and the CSV writer's modules
              "memidex.app.results", "memidex.app.semantic", "memidex.app.notes",
-             "memidex.app.history", "shutil", "csv")
+             "memidex.app.history", "shutil", "csv", "memidex.index.build")
     code = ("import sys, runpy; sys.argv = ['memidex', '--root', sys.argv[1], 'knowledge', "
             "'search', 'place order'] + sys.argv[2:]\n"
             "try:\n    runpy.run_module('memidex', run_name='__main__')\n"

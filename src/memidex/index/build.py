@@ -27,6 +27,7 @@ from memidex.index.db import (
     apply_migrations,
     create_schema,
     file_digest,
+    write_meta,
     xor_hex,
 )
 from memidex.index.leftovers import clear_target, remove_stale_builds, stale_builds
@@ -281,11 +282,6 @@ def policy_rows(store: Store, files: Sequence[FileStat]) -> tuple[
 def _policy_row(p: Policy) -> tuple[Any, ...]:
     return (p.id, p.path, p.line, p.rule, p.severity, json.dumps(list(p.products)),
             json.dumps(list(p.anchors)))
-
-
-def write_meta(conn: sqlite3.Connection, values: dict[str, str]) -> None:
-    conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
-                     sorted(values.items()))
 
 
 def rebuild(store: Store, target: Path, *, jobs: int | None = None,

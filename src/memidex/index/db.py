@@ -31,7 +31,7 @@ from memidex.index.schema import MIGRATIONS, MIGRATIONS_TABLE, SCHEMA_VERSION, T
 
 __all__ = ["IndexDB", "IndexOutdated", "IndexSwapped", "apply_migrations", "create_schema",
            "file_digest", "sqlite_error", "team_aware", "translated", "translating",
-           "xor_hex"]
+           "write_meta", "xor_hex"]
 
 BUSY_TIMEOUT_MS = 3000
 
@@ -432,3 +432,9 @@ class IndexDB:
             "vocab": c.execute(
                 "SELECT term, doc, cnt FROM records_vocab ORDER BY term").fetchall(),
         }
+
+
+def write_meta(conn: sqlite3.Connection, values: dict[str, str]) -> None:
+    """Set these keys of the ``meta`` table (in the caller's transaction)."""
+    conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                     sorted(values.items()))

@@ -27,18 +27,7 @@ from dataclasses import dataclass, field, replace
 
 from memidex.errors import Problem
 from memidex.index import staleness
-from memidex.index.build import (
-    INSERT_FILE,
-    INSERT_POLICY,
-    INSERT_PROBLEM,
-    file_rows,
-    flatten,
-    full_snapshot,
-    insert_batch,
-    policy_rows,
-    write_meta,
-)
-from memidex.index.db import IndexDB, file_digest, translating, xor_hex
+from memidex.index.db import IndexDB, file_digest, translating, write_meta, xor_hex
 from memidex.index.staleness import RACY_NS, Snapshot, suspects
 from memidex.store import visibility
 from memidex.store.files import FileStat, Store
@@ -155,6 +144,8 @@ def detect_changes(store: Store, db: IndexDB, *, generation: str | None = None) 
     out.deleted = sorted(p for p in stored_all if p not in seen)
     if _scan_problems_differ(conn, problems):
         out.problems = problems
+    from memidex.index.build import full_snapshot
+
     out.snapshot = full_snapshot(store, [*records, *policies], dirs)
     out.method = out.snapshot.method
     return out
@@ -267,15 +258,20 @@ def refresh(store: Store, db: IndexDB) -> RefreshReport:
     """Bring the index up to date with the files, touching only what changed.
 
     The files are read holding the visibility lock shared (:mod:`memidex.store.visibility`),
-    so every change set is seen whole: all its files old or all new."""
+    so every change set is seen whole: all its files old or all new. (The build's row
+    projection is imported only when something changed: a search on an up-to-date index
+    does without it.)"""
     with visibility.shared(store.knowledge) as vis:
         changes = _landed_changes(store, db) or detect_changes(
             store, db, generation=vis.generation)
         if not changes.empty:
+            from memidex.index.build import file_rows, policy_rows
+
             record_rows = [file_rows(store, fs) for fs in changes.records]
             frows, prows, pproblems = policy_rows(store, changes.policies)
     report = RefreshReport(method=changes.method, interrupted=vis.interrupted)
     conn = db.conn
+
     snapshot = changes.snapshot
     assert snapshot is not None
     if changes.empty:
@@ -290,6 +286,14 @@ def refresh(store: Store, db: IndexDB) -> RefreshReport:
         except sqlite3.OperationalError:
             pass  # read-only, locked or a full disk: the index is up to date all the same
         return report
+    from memidex.index.build import (
+        INSERT_FILE,
+        INSERT_POLICY,
+        INSERT_PROBLEM,
+        flatten,
+        insert_batch,
+    )
+
     stored_paths = {p for fs in (*changes.records, *changes.policies)
                     for p in _stored_one(conn, fs.relpath)}
     with db.begin_write():
