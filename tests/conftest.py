@@ -8,6 +8,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -130,3 +131,18 @@ def integrity(db: object) -> str:
     except sqlite3.DatabaseError as exc:
         return f"{first}; fts: {exc}"
     return first
+
+
+def index_dump(root: Path) -> dict[str, Any]:
+    """Every table of ``root``'s index (:meth:`memidex.index.db.IndexDB.dump`), to compare
+    two ways of building it."""
+    from memidex.app import Memidex
+    from memidex.index.db import IndexDB
+
+    m = Memidex(root)
+    db = IndexDB.open(m.config.index_path)
+    try:
+        return db.dump()
+    finally:
+        db.close()
+        m.close()

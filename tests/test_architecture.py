@@ -62,6 +62,7 @@ def _unit(module: str) -> str:
 # one, never a higher one and never another layer of the same rank.
 RANK = {
     "errors": 0, "_version": 0,
+    "lazy": 0,  # the lazy exports of a package (PEP 562): the standard library only
     "records": 1, "config": 1,
     "masking": 2, "trust": 2,  # trust: pure arithmetic over records (docs/trust.md)
     "fence": 2,  # the untrusted-data fence: pure text, for briefs and model prompts

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import git, integrity, make_record, write_record
+from conftest import git, index_dump, integrity, make_record, write_record
 from memidex.app import Memidex
 from memidex.index.build import rebuild
 from memidex.index.db import IndexDB
@@ -25,24 +25,15 @@ from memidex.store.layout import init_repository
 POLICY = "id: {pid}\nrule: {rule}\napplies_to: {{products: [shop-web]}}\nseverity: must\n"
 
 
-def _dump(root: Path) -> dict[str, object]:
-    m = Memidex(root)
-    db = IndexDB.open(m.config.index_path)
-    try:
-        return db.dump()
-    finally:
-        db.close()
-
-
 def test_rebuild_twice_gives_identical_contents(repo: Path) -> None:
     for i in range(30):
         write_record(repo, make_record(anchor=f"el:button:b{i}", title=f"Button {i} works",
                                        anchors=("page:/checkout",)))
     m = Memidex(repo)
     m.rebuild_index()
-    first = _dump(repo)
+    first = index_dump(repo)
     m.rebuild_index(jobs=1)
-    assert _dump(repo) == first
+    assert index_dump(repo) == first
     assert first["meta"]["schema_version"] == str(SCHEMA_VERSION)  # type: ignore[index]
     assert len(first["records"]) == 30  # type: ignore[arg-type]
 
@@ -55,14 +46,14 @@ def test_parallel_rebuild_equals_serial(repo: Path, monkeypatch: object) -> None
     (repo / "agent-qa-knowledge/memory/records/fact/broken.md").write_text("---\nid: [\n---\n")
     m = Memidex(repo)
     m.rebuild_index(jobs=1)
-    serial = _dump(repo)
+    serial = index_dump(repo)
     old = build.PARALLEL_MIN_FILES
     build.PARALLEL_MIN_FILES = 1
     try:
         m.rebuild_index(jobs=2)
     finally:
         build.PARALLEL_MIN_FILES = old
-    assert _dump(repo) == serial
+    assert index_dump(repo) == serial
 
 
 def test_bad_file_is_reported_not_fatal_and_never_modified(repo: Path) -> None:

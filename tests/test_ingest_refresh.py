@@ -12,34 +12,23 @@ from typing import Any
 
 import pytest
 
-from conftest import git
+from conftest import git, index_dump
 from learnkit import RECORDS, checkout, ingest, init_repo, write_run
 from memidex.app import Memidex
 from memidex.index import staleness
-from memidex.index.db import IndexDB
 from memidex.index.refresh import _LANDED
-
-
-def _dump(root: Path) -> dict[str, Any]:
-    m = Memidex(root)
-    db = IndexDB.open(m.config.index_path)
-    try:
-        return db.dump()
-    finally:
-        db.close()
-        m.close()
 
 
 def _rebuilt(root: Path) -> dict[str, Any]:
     Memidex(root).rebuild_index()
-    return _dump(root)
+    return index_dump(root)
 
 
 def _refreshed(root: Path) -> dict[str, Any]:
     """The index after an ordinal refresh (what any read does first)."""
     with Memidex(root) as m:
         m.reading.open()
-    return _dump(root)
+    return index_dump(root)
 
 
 class _GitLooks:
@@ -72,7 +61,7 @@ def test_the_refresh_after_an_ingest_asks_git_nothing_and_equals_a_rebuild(
     assert {c["op"] for c in out["changes"]} == {"confirm"}
     assert looks.calls == 1  # the look before the lease (the ordinal floor); none after
     assert not _LANDED
-    fed = _dump(root)
+    fed = index_dump(root)
     assert fed == _refreshed(root) == _rebuilt(root)
 
 
@@ -134,7 +123,7 @@ def test_a_warm_server_keeps_its_own_watch(tmp_path: Path,
     finally:
         staleness.unwatch(str(root))
     assert not _LANDED
-    assert _dump(root) == _rebuilt(root)
+    assert index_dump(root) == _rebuilt(root)
 
 
 def test_no_git_means_the_usual_full_look(tmp_path: Path) -> None:
@@ -149,4 +138,4 @@ def test_no_git_means_the_usual_full_look(tmp_path: Path) -> None:
     assert not _LANDED
     assert subprocess.run(["git", "-C", str(root), "rev-parse"], capture_output=True,
                           check=False).returncode != 0
-    assert _dump(root) == _rebuilt(root)
+    assert index_dump(root) == _rebuilt(root)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from memidex.app.reading import Reading
 from memidex.app.team import TeamReading
 from memidex.config import Config, load_config
+from memidex.lazy import exports
 from memidex.store.files import Store
 
 if TYPE_CHECKING:
@@ -101,16 +102,7 @@ _LAZY.update({"TrustPoint": "memidex.app.history", "TrustSeries": "memidex.app.h
               "VectorsReport": "memidex.app.semantic"})
 
 
-def __getattr__(name: str) -> Any:
-    """``from memidex.app import SearchResult`` and the like, imported when first asked."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = exports(__name__, _LAZY, globals())
 
 
 class Memidex:

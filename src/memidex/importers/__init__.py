@@ -9,7 +9,9 @@ check (:mod:`memidex.importers.detect`), not the report readers (~35 ms to impor
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from memidex.lazy import exports
 
 if TYPE_CHECKING:
     from memidex.importers.build import ANCHOR_ANNOTATION, VERIFIED_ANNOTATION
@@ -37,13 +39,4 @@ _HOME = {"ANCHOR_ANNOTATION": "build", "VERIFIED_ANNOTATION": "build",
          "ImportResult": "report", "import_report": "report", "report_run_id": "report"}
 
 
-def __getattr__(name: str) -> Any:
-    """This package's names, each imported from its module when first asked for."""
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = exports(__name__, _HOME, globals())

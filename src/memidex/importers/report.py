@@ -25,7 +25,7 @@ from memidex.evidence import (
     Run,
     TestResult,
 )
-from memidex.importers.build import ANCHOR_ANNOTATION, VERIFIED_ANNOTATION, Builder
+from memidex.importers.build import Builder
 from memidex.importers.common import (
     SECRET_MARK,
     Cleaner,
@@ -44,19 +44,7 @@ from memidex.importers.playwright import COUNTED, PlaywrightRead, read_playwrigh
 from memidex.masking import Masker
 from memidex.records.ids import PRODUCT_RE
 
-__all__ = [
-    "ANCHOR_ANNOTATION",
-    "FORMATS",
-    "MAX_REPORT_BYTES",
-    "VERIFIED_ANNOTATION",
-    "EmptyReportError",
-    "check_size",
-    "ImportResult",
-    "ReportError",
-    "import_report",
-    "probe",
-    "report_run_id",
-]
+__all__ = ["ImportResult", "import_report", "report_run_id"]
 
 MAX_TESTS = 100_000
 COUNT_KEYS = ("tests", "passed", "failed", "flaky", "skipped")

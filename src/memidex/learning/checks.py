@@ -29,8 +29,14 @@ from memidex.config.tables import LearningSettings
 from memidex.errors import RecordError
 from memidex.learning.candidates import Candidate
 from memidex.learning.curator import Decision
-from memidex.records.codec import content_hash, dump_record, parse_record, remember
-from memidex.records.model import HistoryEntry, Record, Trust
+from memidex.records.codec import (
+    content_hash,
+    dump_record,
+    front_matter_of,
+    parse_record,
+    remember,
+)
+from memidex.records.model import Record
 from memidex.records.validate import record_from_mapping
 
 __all__ = ["changed_share", "encoded", "missing_citations", "rewrite", "self_contradiction",
@@ -114,7 +120,7 @@ def encoded(record: Record) -> tuple[str, str | None]:
     text = dump_record(record)
     body = record.body.strip("\n").rstrip()
     try:
-        parsed = record_from_mapping(_front_matter(record), body, path=record.relpath,
+        parsed = record_from_mapping(front_matter_of(record), body, path=record.relpath,
                                      front_matter="", first_line=2)
     except RecordError:
         try:
@@ -123,49 +129,3 @@ def encoded(record: Record) -> tuple[str, str | None]:
             return text, exc.message
     remember(content_hash(text.encode("utf-8")), parsed)
     return text, None
-
-
-def _trust(t: Trust) -> dict[str, object]:
-    return {"source": t.source, "confirmations": t.confirmations,
-            "contradictions": t.contradictions, "last_confirmed": t.last_confirmed}
-
-
-def _version(h: HistoryEntry) -> dict[str, object]:
-    entry: dict[str, object] = {"valid": {"from": h.valid.from_, "until": h.valid.until},
-                                "title": h.title, "body": h.body}
-    if h.trust is not None:
-        entry["trust"] = _trust(h.trust)
-    if h.anchors is not None:
-        entry["anchors"] = list(h.anchors)
-    if h.status is not None:
-        entry["status"] = h.status
-    return entry
-
-
-def _front_matter(r: Record) -> dict[str, object]:
-    """The mapping the front matter :func:`dump_record` writes for ``r`` reads back as:
-    its keys, in its order, with the values it writes (a key it leaves out, left out)."""
-    out: dict[str, object] = {"id": r.id, "kind": r.kind, "status": r.status}
-    if r.previous_status is not None:
-        out["previous_status"] = r.previous_status
-    out["product"] = r.product
-    if r.scope:
-        out["scope"] = dict(r.scope)
-    out["anchor"] = r.anchor
-    out["anchors"] = list(r.anchors)
-    out["title"] = r.title
-    if r.written_by is not None:
-        out["written_by"] = r.written_by
-    out["trust"] = _trust(r.trust)
-    out["valid"] = {"from": r.valid.from_, "until": r.valid.until}
-    rel = r.relations
-    out["relations"] = {"supersedes": list(rel.supersedes),
-                        "superseded_by": rel.superseded_by, "cites": list(rel.cites),
-                        "contradicts": list(rel.contradicts)}
-    if r.evidence_total is not None:
-        out["evidence_total"] = r.evidence_total
-    if r.evidence:
-        out["evidence"] = [dict(e) for e in r.evidence]
-    if r.history:
-        out["history"] = [_version(h) for h in r.history]
-    return out

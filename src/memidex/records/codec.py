@@ -19,7 +19,6 @@ from memidex.records.digest import HASH_TAG, content_hash, verify_hash
 from memidex.records.model import HistoryEntry, Record, Scalar, Trust
 from memidex.records.validate import record_from_mapping
 from memidex.records.yamlfast import (
-    dump_scalar,
     dump_value,
     fast_load,
     one_line,
@@ -32,6 +31,7 @@ __all__ = [
     "remember",
     "content_hash",
     "dump_record",
+    "front_matter_of",
     "load_front_matter",
     "parse_record",
     "parse_record_bytes",
@@ -141,42 +141,48 @@ def _history_dict(h: HistoryEntry) -> dict[str, Any]:
     return entry
 
 
+def front_matter_of(record: Record) -> dict[str, Any]:
+    """The mapping :func:`dump_record` writes for ``record`` — its keys in their order, a
+    key it leaves out left out — which is what reading that front matter back gives."""
+    r = record
+    out: dict[str, Any] = {"id": r.id, "kind": r.kind, "status": r.status}
+    if r.previous_status is not None:
+        out["previous_status"] = r.previous_status
+    out["product"] = r.product
+    if r.scope:
+        out["scope"] = _pairs_dict(r.scope)
+    out["anchor"] = r.anchor
+    out["anchors"] = list(r.anchors)
+    out["title"] = r.title
+    if r.written_by is not None:
+        out["written_by"] = r.written_by
+    out["trust"] = _trust_dict(r.trust)
+    out["valid"] = {"from": r.valid.from_, "until": r.valid.until}
+    rel = r.relations
+    out["relations"] = {"supersedes": list(rel.supersedes),
+                        "superseded_by": rel.superseded_by, "cites": list(rel.cites),
+                        "contradicts": list(rel.contradicts)}
+    if r.evidence_total is not None:
+        out["evidence_total"] = r.evidence_total
+    if r.evidence:
+        out["evidence"] = [_pairs_dict(e) for e in r.evidence]
+    if r.history:
+        out["history"] = [_history_dict(h) for h in r.history]
+    return out
+
+
+_BLOCK_LISTS = ("evidence", "history")  # one flow mapping a line; everything else flow
+
+
 def dump_record(record: Record) -> str:
     """The canonical text of ``record``: fixed key order, flow values, stable bytes."""
-    t, v, r = record.trust, record.valid, record.relations
-    lines = [
-        "---",
-        f"id: {dump_scalar(record.id)}",
-        f"kind: {dump_scalar(record.kind)}",
-        f"status: {dump_scalar(record.status)}",
-    ]
-    if record.previous_status is not None:
-        lines.append(f"previous_status: {dump_scalar(record.previous_status)}")
-    lines.append(f"product: {dump_scalar(record.product)}")
-    if record.scope:
-        lines.append(f"scope: {dump_value(_pairs_dict(record.scope))}")
-    lines.append(f"anchor: {dump_scalar(record.anchor)}")
-    lines.append(f"anchors: {dump_value(list(record.anchors))}")
-    lines.append(f"title: {dump_scalar(record.title)}")
-    if record.written_by is not None:
-        lines.append(f"written_by: {dump_scalar(record.written_by)}")
-    lines.append(f"trust: {dump_value(_trust_dict(t))}")
-    lines.append(f"valid: {dump_value({'from': v.from_, 'until': v.until})}")
-    relations = {
-        "supersedes": list(r.supersedes),
-        "superseded_by": r.superseded_by,
-        "cites": list(r.cites),
-        "contradicts": list(r.contradicts),
-    }
-    lines.append(f"relations: {dump_value(relations)}")
-    if record.evidence_total is not None:
-        lines.append(f"evidence_total: {dump_scalar(record.evidence_total)}")
-    if record.evidence:
-        lines.append("evidence:")
-        lines += [f"  - {dump_value(_pairs_dict(e))}" for e in record.evidence]
-    if record.history:
-        lines.append("history:")
-        lines += [f"  - {dump_value(_history_dict(h))}" for h in record.history]
+    lines = ["---"]
+    for key, value in front_matter_of(record).items():
+        if key in _BLOCK_LISTS:
+            lines.append(f"{key}:")
+            lines += [f"  - {dump_value(item)}" for item in value]
+        else:
+            lines.append(f"{key}: {dump_value(value)}")
     lines.append("---")
     body = record.body.strip("\n").rstrip()
     return "\n".join(lines) + "\n" + (body + "\n" if body else "")

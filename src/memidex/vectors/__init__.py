@@ -20,8 +20,9 @@ docs/vectors.md describes each, with the thresholds measured on bench/retrieval.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from memidex.lazy import exports
 
 if TYPE_CHECKING:
     from memidex.vectors.blobs import (
@@ -106,13 +107,7 @@ __all__ = ["DUPLICATE_THRESHOLDS", "DistillReport", "DuplicateLink", "Embedder",
     "runtime_reason", "tokens", "try_load"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'memidex.vectors' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"memidex.vectors.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = exports(__name__, _WHERE, globals())
 
 
 def __dir__() -> list[str]:
