@@ -139,3 +139,18 @@ def test_no_git_means_the_usual_full_look(tmp_path: Path) -> None:
     assert subprocess.run(["git", "-C", str(root), "rev-parse"], capture_output=True,
                           check=False).returncode != 0
     assert index_dump(root) == _rebuilt(root)
+
+
+def test_a_change_set_applied_for_another_process_notes_nothing(tmp_path: Path) -> None:
+    # a daemon applying an inbox item another process queued runs the ingest job with no
+    # refresh of its own to feed: what it wrote must not pile up in the daemon's memory
+    from memidex.index.refresh import fed_by_landed, landed
+
+    root = init_repo(tmp_path / "repo")
+    store = Memidex(root).store
+    landed(store, [f"{RECORDS}/fact/a.md"])
+    assert not _LANDED
+    with fed_by_landed(store):
+        landed(store, [f"{RECORDS}/fact/a.md"])
+        assert _LANDED == {str(store.root): {f"{RECORDS}/fact/a.md"}}
+    assert not _LANDED

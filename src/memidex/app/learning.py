@@ -106,16 +106,21 @@ class Learning:
         floor = self.reading.ordinal_floor(run.product)  # before the lease: the index
         job = Job(INGEST, "runs ingest", lambda: {"run": run.as_dict(), "floor": floor},
                   local={"run": run, "floor": floor, "progress": progress, "digest": digest})
-        try:
-            out = self.route.run(job, wait=self.wait(), no_wait=no_wait)
-        finally:
-            self.reading.after_write()
-        if out.queued is not None:
+        from memidex.index.refresh import fed_by_landed
+
+        with fed_by_landed(self.store):  # the refresh after it: the files it wrote, no git
+            try:
+                out = self.route.run(job, wait=self.wait(), no_wait=no_wait)
+            finally:
+                self.reading.after_write()
+            result = None if out.queued is not None else IngestResult.from_json(out.result)
+            if result is not None and not result.already:
+                self.reading.settle(build=True)  # serving needs the index
+        if result is None:
             return IngestResult(run.run_id, run.product, 0, run.build_tag, run.ci, (), (),
                                 {}, queued=out.queued,
                                 notes=("queued for the daemon: `memidex runs show "
                                        f"{run.run_id}` once it is applied",))
-        result = IngestResult.from_json(out.result)
         if self.config.product and run.product != self.config.product:
             from dataclasses import replace
 
@@ -124,11 +129,6 @@ class Learning:
                 f"{self.config.product!r}: search and brief it with --product "
                 f"{run.product}")))
         forget_notes(self.config, run.run_id)  # working memory lives for one run only
-        if not result.already:
-            from memidex.index.refresh import fed_by_landed
-
-            with fed_by_landed(self.store):  # the files the change set wrote, no git
-                self.reading.settle(build=True)  # serving needs the index
         return result
 
     def preview(self, source: Path, *, ci: bool = False, build_tag: str | None = None,

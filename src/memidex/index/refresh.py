@@ -157,14 +157,17 @@ _FED: set[str] = set()
 
 def landed(store: Store, paths: Iterable[str]) -> None:
     """Note that this process just wrote the record files ``paths`` (root-relative) of
-    ``store`` through one change set (an ingest's), for the refresh that follows it
-    (:func:`fed_by_landed`)."""
-    _LANDED.setdefault(str(store.root), set()).update(paths)
+    ``store`` through one change set (an ingest's), for the refresh that follows it —
+    only inside a :func:`fed_by_landed` block: a change set applied for someone else (a
+    daemon's inbox item from another process) leaves nothing behind."""
+    root = str(store.root)
+    if root in _FED:
+        _LANDED.setdefault(root, set()).update(paths)
 
 
 @contextlib.contextmanager
 def fed_by_landed(store: Store) -> Iterator[None]:
-    """Within the block (the refresh right after an ingest), a :func:`refresh` of
+    """Within the block (an ingest and the refresh right after it), a :func:`refresh` of
     ``store``'s index looks at the files :func:`landed` named and nothing else (see the
     module doc) — unless the index's last look was not git's, or a watcher names the
     changes (a warm server's): then it looks as always. The notes are dropped at the end
