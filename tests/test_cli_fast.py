@@ -138,3 +138,18 @@ def test_fast_path_output_and_errors(repo: Path) -> None:
     assert "Place order is disabled" in text and "\x1b[" not in text  # no colour in a pipe
     out = run_cli(repo, "knowledge", "search", "x", "--kind", "nope")
     assert out.returncode == 2 and out.stderr.startswith("error: unknown kind 'nope'")
+
+
+def test_escaping_for_rich_loads_rich_only_when_it_changes_the_text() -> None:
+    import subprocess
+    import sys
+
+    from memidex.cli.render import escape
+
+    assert escape("plain text") == "plain text"  # no "[": rich is not needed to escape it
+    assert escape("[bold]x") == "\\[bold]x"
+    code = ("import sys; from memidex.cli.render import escape; escape('a b'); "
+            "print('rich' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"

@@ -341,7 +341,9 @@ def run_ingest(args: IngestArgs) -> None:
     import sys
 
     from memidex.cli import plain
-    from memidex.cli.ingesting import preview_text, print_obj, shown
+    from memidex.cli.ingesting import preview_text
+    from memidex.cli.plain import safe
+    from memidex.cli.render import print_json
     from memidex.errors import UsageError
 
     if args.dry_run:
@@ -351,7 +353,7 @@ def run_ingest(args: IngestArgs) -> None:
             preview = m.preview(args.run_file, ci=args.ci, build_tag=args.build_tag,
                                 fmt=args.fmt, product=args.product, run_id=args.run_id)
         if args.json_out:
-            print_obj(preview.to_json())
+            print_json(preview.to_json())
         else:
             preview_text(preview)
         return
@@ -365,18 +367,18 @@ def run_ingest(args: IngestArgs) -> None:
                                             progress=cb, no_wait=args.no_wait),
             quiet=args.json_out)
     if args.json_out:
-        print_obj(result.to_json())
+        print_json(result.to_json())
         return
     if result.queued is not None:
-        sys.stdout.write(f"{shown(result.run_id)}: queued for the daemon as {result.queued}\n")
+        sys.stdout.write(f"{safe(result.run_id)}: queued for the daemon as {result.queued}\n")
         return
     ops: dict[str, int] = {}
     for c in result.changes:
         ops[c["op"]] = ops.get(c["op"], 0) + 1
-    head = (f"{shown(result.run_id)}: already ingested at ordinal {result.ordinal}; nothing "
+    head = (f"{safe(result.run_id)}: already ingested at ordinal {result.ordinal}; nothing "
             "changed" if result.already else
-            f"{shown(result.run_id)}: ordinal {result.ordinal}"
-            + (f", build {shown(result.build_tag)}" if result.build_tag else "")
+            f"{safe(result.run_id)}: ordinal {result.ordinal}"
+            + (f", build {safe(result.build_tag)}" if result.build_tag else "")
             + (" (CI)" if result.ci else "")
             + (" (resumed)" if result.resumed else ""))
     sys.stdout.write(head + "\n")
@@ -384,12 +386,12 @@ def run_ingest(args: IngestArgs) -> None:
         summary = ", ".join(f"{n} {op}" for op, n in sorted(ops.items())) or "no changes"
         sys.stdout.write(f"  changes: {summary}\n")
         for test_id, cause in sorted(result.analysis.items()):
-            sys.stdout.write(f"  {shown(test_id)}: {cause}\n")
+            sys.stdout.write(f"  {safe(test_id)}: {cause}\n")
         if result.proposals:
             sys.stdout.write(f"  {len(result.proposals)} proposal(s) held for review: "
                              "`memidex knowledge proposals`\n")
     for note in result.notes:
-        sys.stdout.write(f"  note: {shown(note)}\n")
+        sys.stdout.write(f"  note: {safe(note)}\n")
 
 
 def run_rebuild(args: RebuildArgs) -> None:

@@ -1,33 +1,12 @@
-"""How ``memidex runs ingest`` and the other learning commands print: text made safe to
-show, JSON, a dry run's preview — without typer, so the fast path of ``runs ingest``
-(:func:`memidex.cli.fast.run_ingest`) prints with them as the typer commands of
-:mod:`memidex.cli.runs` do."""
+"""``memidex runs ingest --dry-run``'s text: what the run would teach — without typer or
+rich, for the fast path of ``runs ingest`` (:func:`memidex.cli.fast.run_ingest`)."""
 
 from __future__ import annotations
 
 import sys
 from typing import Any
 
-__all__ = ["preview_text", "print_obj", "shown"]
-
-
-def print_obj(obj: Any) -> None:
-    from memidex.cli.render import print_json
-
-    print_json(obj)
-
-
-def shown(text: object) -> str:
-    """``text`` safe to print (control characters shown), escaped for rich only when rich
-    would change it."""
-    from memidex.cli.plain import safe
-
-    text = safe(str(text))
-    if "[" not in text and not text.endswith("\\"):
-        return text  # nothing rich's escape would change: rich is not imported for it
-    from memidex.cli.render import escape
-
-    return escape(text)
+__all__ = ["preview_text"]
 
 
 def preview_text(p: Any) -> None:

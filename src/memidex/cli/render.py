@@ -55,6 +55,10 @@ def console() -> Any:
 
 
 def escape(text: str) -> str:
+    """``text`` as rich markup shows it literally; rich is imported only when that changes
+    anything (a ``[``, or a trailing backslash)."""
+    if "[" not in text and not text.endswith("\\"):
+        return text
     from rich.markup import escape as rich_escape
 
     return rich_escape(text)

@@ -24,8 +24,9 @@ from memidex.cli.base import (
     memidex,
 )
 from memidex.cli.fast import IngestArgs, run_ingest
-from memidex.cli.ingesting import print_obj as _json
-from memidex.cli.ingesting import shown as _t
+from memidex.cli.plain import safe
+from memidex.cli.render import print_json as _json
+from memidex.cli.views import _t
 from memidex.errors import UsageError
 
 __all__: list[str] = []
@@ -98,7 +99,7 @@ def import_report(
             raise UsageError(f"cannot write --output {output}: {exc.strerror or exc}"
                              ) from None
     for warning in result.warnings:
-        sys.stderr.write(f"warning: {_t(warning)}\n")
+        sys.stderr.write(f"warning: {safe(warning)}\n")
     if json_out:
         _json(result.to_json(str(output) if output is not None else None))
         return
@@ -106,8 +107,8 @@ def import_report(
         sys.stdout.write(text)
     else:
         counts = ", ".join(f"{k} {v}" for k, v in result.counts.items())
-        sys.stdout.write(f"{_t(result.run_id)}: {result.format} report, {counts} → "
-                         f"{_t(output)}\n")
+        sys.stdout.write(f"{safe(result.run_id)}: {result.format} report, {counts} → "
+                         f"{safe(str(output))}\n")
 
 
 @runs_app.command("ingest")
@@ -379,7 +380,7 @@ def _proposal_list(fmt: str | None, json_out: bool) -> None:
         return
     if not SETTINGS.quiet:
         for bad in listing.damaged:
-            sys.stderr.write(f"warning: {_t(bad)} (left in the queue)\n")
+            sys.stderr.write(f"warning: {safe(str(bad))} (left in the queue)\n")
     rows = [p.summary() for p in listing.proposals]
     if not rows and chosen == "table":
         from memidex.cli.render import console
