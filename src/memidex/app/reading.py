@@ -82,14 +82,14 @@ class Reading:
         self._checked_at = None
         if self._semantic is not None:
             self._semantic.close()
-        from memidex.index.staleness import discard_prefetch
+        from memidex.index.prefetch import discard
 
-        discard_prefetch(str(self.store.root))
+        discard(str(self.store.root))
 
     def prefetch(self) -> None:
         """Start the staleness check's git call now, to overlap it with imports and the
         opening of the index (the CLI does this for reading commands)."""
-        from memidex.index.staleness import prefetch
+        from memidex.index.prefetch import prefetch
 
         prefetch(str(self.store.root), [self.store.records_rel, self.store.policies_rel])
 

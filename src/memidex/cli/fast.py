@@ -262,7 +262,7 @@ def open_memidex(root: Path | None, *, reading: bool = False, wait: float = 10.0
 
     config = load_config(root, strict=strict_config)
     if reading:
-        from memidex.index.staleness import prefetch
+        from memidex.index.prefetch import prefetch
         from memidex.store.files import Store
 
         store = Store(config)

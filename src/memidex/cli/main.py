@@ -35,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
         code = run_warm(sys.argv[1:])
         if code is not None:
             return code
+        from memidex.index.prefetch import early
+
+        early(sys.argv[1:])  # git's look at the records runs while the rest is imported
     from memidex.cli.fast import parse_fast, run_fast
 
     args_list = sys.argv[1:] if argv is None else argv

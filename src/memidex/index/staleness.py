@@ -44,11 +44,11 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from memidex.store import visibility
+from memidex.index.prefetch import HEAD, HEAD_ARGS, Git, take
+from memidex.index.prefetch import start as _start
 
 __all__ = ["MAX_GIT_SUSPECTS", "MAX_WATCH_NAMED", "RACY_NS", "Snapshot", "Suspects", "Watch",
-           "discard_prefetch", "is_watched", "prefetch", "suspects", "take_snapshot",
-           "unwatch", "watch"]
+           "is_watched", "suspects", "take_snapshot", "unwatch", "watch"]
 
 RACY_NS = 2_000_000_000
 """A file or folder modified this close to a look may change again within its mtime tick."""
@@ -123,43 +123,8 @@ def _git(root: str, *args: str) -> str | None:
     return out.stdout.decode("utf-8", "surrogateescape")
 
 
-_PREFETCHED: dict[tuple[str, tuple[str, ...]], tuple[subprocess.Popen[bytes], str]] = {}
-
-
-def prefetch(root: str, tops: list[str]) -> None:
-    """Start ``git diff-files`` and the ``rev-parse`` of git's index and HEAD now, so they
-    run while the caller imports and opens the index; :func:`suspects` collects them (and
-    :func:`discard_prefetch` if it never does). The answers are no staler than ones asked
-    for later: a file changed meanwhile is named by git next time, or was named this time
-    and is looked at again next time (and git's index is stat-ed when collected)."""
-    key = (root, tuple(tops))
-    if key in _PREFETCHED or not os.path.isdir(os.path.join(root, ".git")):
-        return
-    # The visibility generation now: if a change set lands before the caller takes the
-    # shared lock, git may have seen part of it, and its answer is not used.
-    gen = visibility.generation(_knowledge(root, tops))
-    diff = _start(root, "diff-files", "--name-only", "-z", "--", *tops)
-    if diff is None:
-        return
-    _PREFETCHED[key] = (diff, gen)
-    head = _start(root, *_HEAD_ARGS)
-    if head is not None:
-        _PREFETCHED[(root, ())] = (head, gen)
-
-
-def _knowledge(root: str, tops: list[str]) -> str:
-    """The knowledge folder: the parent of the records folder, ``tops[0]``."""
-    return os.path.join(root, os.path.dirname(tops[0]))
-
-
-def discard_prefetch(root: str) -> None:
-    for key in [k for k in _PREFETCHED if k[0] == root]:
-        proc, _ = _PREFETCHED.pop(key)
-        proc.communicate()
-
-
 def _diff_files(root: str, tops: list[str], generation: str | None = None) -> set[str] | None:
-    prefetched = _PREFETCHED.pop((root, tuple(tops)), None)
+    prefetched = take(root, tops)
     if prefetched is not None and generation is not None and prefetched[1] != generation:
         prefetched[0].communicate()  # asked before a change set landed: ask again
         prefetched = None
@@ -191,15 +156,12 @@ def _git_index_mtime(root: str) -> int | None:
         return 0
 
 
-_HEAD_ARGS = ("rev-parse", "--git-path", "index", "HEAD")
-
-
 def _index_mtime_and_head(root: str, generation: str | None = None
                           ) -> tuple[int | None, str | None]:
     """Both in one git call when there is a HEAD (the common case), else in two; the
-    call :func:`prefetch` started, unless a change set landed since."""
+    call :func:`memidex.index.prefetch.prefetch` started, unless a change set landed since."""
     out: str | None
-    prefetched = _PREFETCHED.pop((root, ()), None)
+    prefetched = take(root, HEAD)
     if prefetched is not None and (generation is None or prefetched[1] == generation):
         raw, _ = prefetched[0].communicate(timeout=60)
         out = raw.decode("utf-8", "surrogateescape") if prefetched[0].returncode == 0 \
@@ -207,7 +169,7 @@ def _index_mtime_and_head(root: str, generation: str | None = None
     else:
         if prefetched is not None:
             prefetched[0].communicate()
-        out = _git(root, *_HEAD_ARGS)
+        out = _git(root, *HEAD_ARGS)
     if out is not None and len(out.split("\n")) >= 2:
         index_path, head = out.split("\n")[:2]
         try:
@@ -245,16 +207,7 @@ def take_snapshot(root: str, tops: list[str], paths: set[str], dirs: list[str]) 
                     named=sorted(named), scan_ns=now)
 
 
-def _start(root: str, *args: str) -> subprocess.Popen[bytes] | None:
-    try:
-        return subprocess.Popen(["git", "--no-optional-locks", *args], cwd=root,
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"})
-    except OSError:
-        return None
-
-
-def _finish(proc: subprocess.Popen[bytes] | None) -> set[str] | None:
+def _finish(proc: Git | None) -> set[str] | None:
     if proc is None:
         return None
     out, _ = proc.communicate(timeout=60)
@@ -367,7 +320,7 @@ def _looked(root: str, tops: list[str], snap: Snapshot | None,
 
 def _suspects(root: str, tops: list[str], snap: Snapshot, now: int, racy_after: int,
               dirs: dict[str, int], moved: list[str],
-              lister: subprocess.Popen[bytes] | None, generation: str | None) -> Suspects:
+              lister: Git | None, generation: str | None) -> Suspects:
     index_mtime, head = _index_mtime_and_head(root, generation)
     modified = _diff_files(root, tops, generation)
     if index_mtime is None or modified is None:

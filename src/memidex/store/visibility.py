@@ -27,15 +27,13 @@ goes on without the lock and reports the change set as interrupted.
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import time
-from pathlib import Path
-
-from memidex.store import fsio
 
 TYPE_CHECKING = False  # not `typing`'s: importing typing costs milliseconds on the search path
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # nor pathlib, json or fsio: the CLI reads the generation before they
+    from pathlib import Path  # are imported (memidex.index.prefetch)
+
     from filelock import BaseFileLock
 
 __all__ = ["LANDING_FILE", "LOCK_FILE", "READER_WAIT", "Exclusive", "Visibility",
@@ -64,14 +62,22 @@ class Visibility:
                 f"interrupted={self.interrupted!r})")
 
 
-def _marker(knowledge: str) -> tuple[str, str | None]:
-    """(generation, id of the change set being installed or None)."""
+def _text(knowledge: str) -> str:
+    """The landing marker's content ("" when there is none yet)."""
     try:
         with open(os.path.join(knowledge, LANDING_FILE), "rb") as f:
-            raw = f.read()
+            return f.read().decode("utf-8", "replace")
     except OSError:
+        return ""
+
+
+def _marker(knowledge: str) -> tuple[str, str | None]:
+    """(generation, id of the change set being installed or None)."""
+    text = _text(knowledge)
+    if not text:
         return "", None
-    text = raw.decode("utf-8", "replace")
+    import json
+
     try:
         data = json.loads(text)
     except ValueError:
@@ -83,7 +89,7 @@ def _marker(knowledge: str) -> tuple[str, str | None]:
 
 def generation(knowledge: str | os.PathLike[str]) -> str:
     """The landing marker's content right now (no lock taken)."""
-    return _marker(os.fspath(knowledge))[0]
+    return _text(os.fspath(knowledge))
 
 
 def _open_lock(knowledge: str) -> int | None:
@@ -174,6 +180,8 @@ class Exclusive:
     def _write(self, data: dict[str, object]) -> None:
         # Not fsynced: the marker only has to survive the death of a process, not of the
         # machine (after a power cut the journal replay rewrites it anyway).
+        from memidex.store import fsio
+
         fsio.atomic_write(self._marker, fsio.dump_json(data), durable=False)
 
 
@@ -194,6 +202,8 @@ class exclusive:  # noqa: N801 - used like a function: ``with exclusive(...) as 
 
         path = self._knowledge / LOCK_FILE
         path.parent.mkdir(parents=True, exist_ok=True)
+        from memidex.store import fsio
+
         fsio.refuse_symlink(path)
         lock = FileLock(path, timeout=self._timeout, poll_interval=0.005,
                         preserve_lock_file=True, is_singleton=False)

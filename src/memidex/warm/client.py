@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-__all__ = ["ENV_NAMES", "ENV_PREFIXES", "command_of", "env_of", "run_warm", "serving",
-           "socket_address", "state_folder"]
+__all__ = ["ENV_NAMES", "ENV_PREFIXES", "command_of", "env_of", "find_root", "run_warm",
+           "serving", "socket_address", "state_folder"]
 
 ENV_NAMES = ("NO_COLOR", "FORCE_COLOR", "CLICOLOR_FORCE", "TERM", "COLUMNS", "LINES", "CI",
              "HOME", "TZ", "PAGER")
@@ -78,7 +78,7 @@ def command_of(argv: Sequence[str]) -> tuple[str | None, tuple[str, ...]] | None
     return None
 
 
-def _find_root(given: str | None) -> str | None:
+def find_root(given: str | None) -> str | None:
     """The repository root as :func:`memidex.config.find_root` finds it (or ``--root``)."""
     if given is not None:
         path = os.path.realpath(given)
@@ -162,7 +162,7 @@ def _run_warm(argv: Sequence[str]) -> int | None:
     if sys.stdout.isatty():
         _last[0] = "stdout is a terminal"
         return None
-    root = _find_root(parsed[0])
+    root = find_root(parsed[0])
     if root is None:
         _last[0] = "no repository root"
         return None

@@ -1,0 +1,137 @@
+"""The staleness check's git calls started early (memidex.index.prefetch): the CLI starts
+them from the command line alone, the search collects them, a wrong guess costs nothing
+but the call, and the small process handle behaves like the part of Popen it replaces."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import make_record, write_record
+from memidex.config import load_config
+from memidex.index import prefetch
+from memidex.store.files import Store
+
+
+def _tops(root: Path) -> list[str]:
+    store = Store(load_config(root))
+    return [store.records_rel, store.policies_rel]
+
+
+@pytest.mark.parametrize("toml", [
+    'product = "shop-web"\n',
+    'knowledge_dir = "kb/memory"\npolicies_dir = "rules"\n',
+    'policies_dir = "a/b/c"\n[brief]\nlimit = 5\n',
+    '  knowledge_dir = "deep/er/kb"  # a comment\n',
+])
+def test_the_early_guess_of_the_folders_is_the_configurations(repo: Path, toml: str) -> None:
+    (repo / "memidex.toml").write_text(toml, encoding="utf-8")
+    assert prefetch.tops_of(str(repo.resolve())) == _tops(repo)
+
+
+@pytest.mark.parametrize("value", ["./kb", "kb/", "kb//m", "../kb", "/abs/kb", "a\\\\b", 7])
+def test_an_unusual_folder_is_left_to_the_configuration(repo: Path, value: object) -> None:
+    text = f"knowledge_dir = {value!r}\n".replace("'", '"') if isinstance(value, str) \
+        else f"knowledge_dir = {value}\n"
+    (repo / "memidex.toml").write_text(text, encoding="utf-8")
+    assert prefetch.tops_of(str(repo)) is None
+    (repo / "memidex.toml").write_text("knowledge_dir = [unclosed\n", encoding="utf-8")
+    assert prefetch.tops_of(str(repo)) is None
+
+
+def test_early_starts_the_calls_a_search_then_collects(repo: Path) -> None:
+    from memidex.app import Memidex
+
+    write_record(repo, make_record(title="Place order is disabled"))
+    with Memidex(root=repo) as m:
+        m.rebuild_index()
+    root = str(repo.resolve())
+    for argv in (["--root", str(repo), "--color", "never", "knowledge", "list"],
+                 ["--root", str(repo), "runs", "ingest", "r.json"],
+                 ["--root", str(repo), "knowledge", "search", "--help"]):
+        prefetch.early(argv)  # not a command that collects them: nothing started
+        assert not prefetch._STARTED
+    prefetch.early(["--root", str(repo), "knowledge", "search", "place order"])
+    assert set(prefetch._STARTED) == {(root, tuple(_tops(repo))), (root, prefetch.HEAD)}
+    with Memidex(root=repo) as m:
+        hits = m.search("place order").results
+    assert [h.title for h in hits] == ["Place order is disabled"]
+    assert not prefetch._STARTED  # collected, nothing left running
+
+
+def test_a_wrong_guess_is_not_used_and_is_reaped(repo: Path) -> None:
+    from memidex.app import Memidex
+
+    path = write_record(repo, make_record(title="Place order is disabled"))
+    with Memidex(root=repo) as m:
+        m.rebuild_index()
+    root = str(repo.resolve())
+    prefetch.prefetch(root, ["policies"])  # not the folders the index is made of
+    wrong = prefetch._STARTED[(root, ("policies",))][0]
+    old = time.time() - 60
+    path.write_text(path.read_text(encoding="utf-8").replace("disabled", "greyed out"),
+                    encoding="utf-8")
+    os.utime(path, (old, old))  # an edit that kept an old mtime: only git names it
+    with Memidex(root=repo) as m:
+        assert [h.title for h in m.search("greyed").results] == ["Place order is greyed out"]
+    assert not prefetch._STARTED
+    assert wrong.returncode == 0  # reaped when the facade closed
+
+
+def test_the_process_handle_reads_everything_and_reports_the_exit(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    proc = prefetch.start(str(tmp_path), "rev-parse", "--git-path", "index")
+    assert proc is not None
+    out, _ = proc.communicate(timeout=30)
+    assert (out, proc.returncode) == (b".git/index\n", 0)
+    assert proc.communicate() == (b"", None) and proc.returncode == 0  # idempotent
+    bad = prefetch.start(str(tmp_path), "rev-parse", "--verify", "-q", "no-such-ref")
+    assert bad is not None
+    assert bad.communicate(timeout=30) == (b"", None) and bad.returncode == 1
+    big = prefetch.start(str(tmp_path), "hash-object", "--stdin-paths")  # stdin: /dev/null
+    assert big is not None and big.communicate(timeout=30)[0] == b""
+
+
+def test_a_git_that_hangs_is_killed_at_the_timeout(tmp_path: Path) -> None:
+    read, write = os.pipe()
+    pid = os.posix_spawnp(sys.executable, [sys.executable, "-c",
+                                           "import sys, time; print('x', flush=True); "
+                                           "time.sleep(60)"],
+                          os.environ, file_actions=[(os.POSIX_SPAWN_DUP2, write, 1)])
+    os.close(write)
+    proc = prefetch.Git(pid, read)
+    began = time.monotonic()
+    out, _ = proc.communicate(timeout=0.5)
+    assert out == b"x\n" and proc.returncode == -1
+    assert time.monotonic() - began < 30
+
+
+def test_a_real_search_starts_git_before_importing_the_rest(repo: Path) -> None:
+    # the one-shot CLI: git is started (from the command line and memidex.toml alone)
+    # before subprocess, the configuration or the index are imported
+    write_record(repo, make_record(title="Place order is disabled"))
+    subprocess.run([sys.executable, "-m", "memidex", "--root", str(repo), "knowledge",
+                    "rebuild-index"], check=True, capture_output=True)
+    code = ("import sys, runpy\n"
+            "from memidex.index import prefetch\n"
+            "real = prefetch.start\n"
+            "def start(root, *args):\n"
+            "    print('AT', ','.join(sorted(m for m in ('subprocess', 'sqlite3', "
+            "'memidex.config', 'memidex.index.staleness', 'dataclasses') "
+            "if m in sys.modules)), args[0])\n"
+            "    return real(root, *args)\n"
+            "prefetch.start = start\n"
+            "sys.argv = ['memidex', '--root', sys.argv[1], 'knowledge', 'search', 'place']\n"
+            "try:\n    runpy.run_module('memidex', run_name='__main__')\n"
+            "except SystemExit as exc:\n    assert not exc.code, exc.code\n")
+    env = {k: v for k, v in os.environ.items() if k != "MEMIDEX_WARM"}
+    out = subprocess.run([sys.executable, "-c", code, str(repo)], capture_output=True,
+                         text=True, check=True, env={**env, "MEMIDEX_WARM": "0"})
+    lines = out.stdout.splitlines()
+    assert lines[:2] == ["AT  diff-files", "AT  rev-parse"], out.stdout
+    assert "Place order is disabled" in out.stdout
