@@ -39,6 +39,12 @@ index.
 """
 
 
+def _plain() -> type:
+    from memidex.plain import Plain
+
+    return Plain
+
+
 def _facade() -> type:
     from memidex.app import Memidex
 
@@ -117,9 +123,13 @@ def render() -> str:
         if doc and not doc.startswith(f"{t.__name__}("):
             lines.append(doc)
             lines.append("")
+        fields: list[str] = []
         if dataclasses.is_dataclass(t):
-            names = ", ".join(f"`{f.name}`" for f in dataclasses.fields(t))
-            lines.append(f"Fields: {names}.")
+            fields = [f.name for f in dataclasses.fields(t)]
+        elif issubclass(t, _plain()):  # memidex.plain's value types: their __slots__
+            fields = [n for n in t.__slots__ if not n.startswith("_")]
+        if fields:
+            lines.append(f"Fields: {', '.join(f'`{n}`' for n in fields)}.")
             lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import make_record, write_record
+from memidex.cli.main import early_git
 from memidex.config import load_config
 from memidex.index import prefetch
 from memidex.store.files import Store
@@ -54,9 +55,9 @@ def test_early_starts_the_calls_a_search_then_collects(repo: Path) -> None:
     for argv in (["--root", str(repo), "--color", "never", "knowledge", "list"],
                  ["--root", str(repo), "runs", "ingest", "r.json"],
                  ["--root", str(repo), "knowledge", "search", "--help"]):
-        prefetch.early(argv)  # not a command that collects them: nothing started
+        early_git(argv)  # not a command that collects them: nothing started
         assert not prefetch._STARTED
-    prefetch.early(["--root", str(repo), "knowledge", "search", "place order"])
+    early_git(["--root", str(repo), "knowledge", "search", "place order"])
     assert set(prefetch._STARTED) == {(root, tuple(_tops(repo))), (root, prefetch.HEAD)}
     with Memidex(root=repo) as m:
         hits = m.search("place order").results

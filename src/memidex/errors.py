@@ -17,8 +17,9 @@ import contextlib
 import errno
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
+
+from memidex.plain import Frozen, set_field
 
 __all__ = [
     "EXIT_OK",
@@ -61,13 +62,18 @@ EXIT_INVALID = 4
 EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT): 128 + 2, as a shell reports it
 
 
-@dataclass(frozen=True, slots=True)
-class Problem:
+class Problem(Frozen):
     """One problem in one file: where it is and a one-line reason."""
 
+    __slots__ = ("path", "line", "reason")
     path: str
     line: int
     reason: str
+
+    def __init__(self, path: str, line: int, reason: str) -> None:
+        set_field(self, "path", path)
+        set_field(self, "line", line)
+        set_field(self, "reason", reason)
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.reason}"

@@ -22,12 +22,12 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from memidex.errors import ConfigError, InvalidInputError, RecordError
+from memidex.plain import Frozen, set_field
 
 if TYPE_CHECKING:
     from memidex.records.model import Evidence, HistoryEntry, Record
@@ -137,9 +137,14 @@ def _normal_value(value: str, *, drop_format: bool) -> str:
     return _normalised(value, drop_format=drop_format)[0].strip()
 
 
-@dataclass(frozen=True)
-class Masker:
-    secrets: tuple[tuple[str, str], ...] = ()  # (name, value), longest value first
+class Masker(Frozen):
+    """The secrets to mask: ``(name, value)`` pairs, the longest value first."""
+
+    __slots__ = ("secrets",)
+    secrets: tuple[tuple[str, str], ...]
+
+    def __init__(self, secrets: tuple[tuple[str, str], ...] = ()) -> None:
+        set_field(self, "secrets", secrets)
 
     @classmethod
     def load(cls, path: Path) -> Masker:
@@ -249,8 +254,8 @@ class Masker:
         if not self.secrets:
             return hits
         m = self.mask_secrets
-        return [replace(h, title=m(h.title), snippet=m(h.snippet),
-                        anchors=tuple(m(a) for a in h.anchors))
+        return [h.replace(title=m(h.title), snippet=m(h.snippet),
+                          anchors=tuple(m(a) for a in h.anchors))
                 for h in cast(list[Any], hits)]
 
     def mask_summaries(self, rows: list[_T]) -> list[_T]:
@@ -259,8 +264,8 @@ class Masker:
         if not self.secrets:
             return rows
         m = self.mask_secrets
-        return [replace(r, title=m(r.title), anchor=m(r.anchor), path=m(r.path),
-                        anchors=tuple(m(a) for a in r.anchors))
+        return [r.replace(title=m(r.title), anchor=m(r.anchor), path=m(r.path),
+                          anchors=tuple(m(a) for a in r.anchors))
                 for r in cast(list[Any], rows)]
 
     def mask_json(self, data: Any) -> Any:
@@ -296,7 +301,7 @@ class Masker:
         record = self._masked_fields(record)
         if text == s.text and record == s.record:
             return shown
-        return cast(_T, replace(s, record=record, text=text))
+        return cast(_T, s.replace(record=record, text=text))
 
     def _mask_escaped(self, text: str) -> str:
         """Secrets in a file's text whose separators are written as escapes (``\\t``,
@@ -313,6 +318,8 @@ class Masker:
 
     def _masked_fields(self, r: Record) -> Record:
         """``r`` with the secrets in every string it holds masked, its id kept."""
+        from dataclasses import replace  # records are dataclasses; off the search path
+
         m = self.mask_secrets
 
         def opt(v: str | None) -> str | None:
@@ -344,6 +351,8 @@ class Masker:
     def mask_record(self, r: Record) -> Record:
         """``r`` with every string it stores masked and its id computed from the masked
         subject. A product name holding a secret is refused (an identifier, not text)."""
+        from dataclasses import replace
+
         from memidex.records.ids import record_id
 
         if self.holds_secret(r.product):
@@ -365,6 +374,8 @@ class Masker:
                                          dict(new.scope)))
 
     def _evidence(self, e: Evidence) -> Evidence:
+        from dataclasses import replace
+
         m = self.mask
 
         def s(v: str | None) -> str | None:
@@ -376,6 +387,8 @@ class Masker:
                        extra=tuple(sorted(dict(extra).items())))
 
     def _history(self, h: HistoryEntry) -> HistoryEntry:
+        from dataclasses import replace
+
         m = self.mask
         anchors = None if h.anchors is None else tuple(sorted({m(a) for a in h.anchors}))
         return replace(h, title=m(h.title), body=m(h.body), anchors=anchors)

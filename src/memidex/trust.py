@@ -22,14 +22,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from memidex.config.tables import PromotionPolicy
 from memidex.errors import ConfigError, InvalidInputError
-from memidex.records.model import MAX_ORDINAL, Record, Trust
-from memidex.records.vocab import SOURCES
+from memidex.plain import Frozen, set_field
+from memidex.records.vocab import MAX_ORDINAL, SOURCES
+
+if TYPE_CHECKING:  # a brief scores index rows: no record classes
+    from memidex.records.model import Record, Trust
 
 __all__ = [
     "CONFIRMATION_WEIGHT",
@@ -64,10 +66,11 @@ CONFIRMATION_WEIGHT: Mapping[str, Fraction] = {
 """What one confirmation is worth, by source: a CI (or imported) one counts half."""
 
 
-@dataclass(frozen=True, slots=True)
-class TrustScore:
+class TrustScore(Frozen):
     """A trust value and the factors it is the product of (for a brief's ``reasons``)."""
 
+    __slots__ = ("value", "source", "confirmation", "contradiction", "age", "age_runs",
+                 "half_life")
     value: float
     source: float
     confirmation: float
@@ -75,6 +78,16 @@ class TrustScore:
     age: float
     age_runs: int
     half_life: int
+
+    def __init__(self, value: float, source: float, confirmation: float, contradiction: float,
+                 age: float, age_runs: int, half_life: int) -> None:
+        set_field(self, "value", value)
+        set_field(self, "source", source)
+        set_field(self, "confirmation", confirmation)
+        set_field(self, "contradiction", contradiction)
+        set_field(self, "age", age)
+        set_field(self, "age_runs", age_runs)
+        set_field(self, "half_life", half_life)
 
     def as_dict(self) -> dict[str, float | int]:
         return {"value": self.value, "source": self.source,
@@ -109,7 +122,12 @@ def age_factor(age: int, half_life: int) -> float:
 def age_runs(trust: Trust, *, valid_from: int, ordinal: int) -> int:
     """Runs since the last confirmation (or since the version began, never confirmed);
     0 when ``ordinal`` is not after it."""
-    since = trust.last_confirmed if trust.last_confirmed is not None else valid_from
+    return runs_since(trust.last_confirmed, valid_from=valid_from, ordinal=ordinal)
+
+
+def runs_since(last_confirmed: int | None, *, valid_from: int, ordinal: int) -> int:
+    """:func:`age_runs` from the last confirmation's ordinal itself."""
+    since = last_confirmed if last_confirmed is not None else valid_from
     return max(0, _count("ordinal", ordinal) - _count("last_confirmed", since))
 
 
@@ -147,9 +165,18 @@ def record_trust(record: Record, *, ordinal: int,
                  half_life_runs: Mapping[str, int]) -> TrustScore:
     """The trust of ``record`` as served at run ``ordinal``."""
     t = record.trust
-    return score(t.source, t.confirmations, t.contradictions,
-                 age_runs(t, valid_from=record.valid.from_, ordinal=ordinal),
-                 half_life_of(record.kind, half_life_runs))
+    return version_trust(record.kind, t.source, t.confirmations, t.contradictions,
+                         t.last_confirmed, record.valid.from_, ordinal=ordinal,
+                         half_life_runs=half_life_runs)
+
+
+def version_trust(kind: str, source: str, confirmations: int, contradictions: int,
+                  last_confirmed: int | None, valid_from: int, *, ordinal: int,
+                  half_life_runs: Mapping[str, int]) -> TrustScore:
+    """:func:`record_trust` from the numbers a version's index row holds (a brief)."""
+    return score(source, confirmations, contradictions,
+                 runs_since(last_confirmed, valid_from=valid_from, ordinal=ordinal),
+                 half_life_of(kind, half_life_runs))
 
 
 def confirm(trust: Trust, *, ordinal: int, ci: bool) -> Trust:
@@ -162,6 +189,8 @@ def confirm(trust: Trust, *, ordinal: int, ci: bool) -> Trust:
     - a CI run adds one confirmation (worth half) to a ``ci`` or ``import`` record, and
       none to a ``local`` or ``human`` one.
     """
+    from dataclasses import replace  # Trust is a record's dataclass
+
     last = ordinal if trust.last_confirmed is None else max(trust.last_confirmed, ordinal)
     bump = min(trust.confirmations + 1, MAX_ORDINAL)
     if ci:
@@ -175,6 +204,8 @@ def confirm(trust: Trust, *, ordinal: int, ci: bool) -> Trust:
 
 def contradict(trust: Trust) -> Trust:
     """The trust after a run contradicted the record (one more open contradiction)."""
+    from dataclasses import replace
+
     return replace(trust, contradictions=min(trust.contradictions + 1, MAX_ORDINAL))
 
 
@@ -187,13 +218,18 @@ PromotionReason = Literal["promoted", "human", "ci", "not-a-candidate", "not-loc
 DEFAULT_PROMOTION = PromotionPolicy()
 
 
-@dataclass(frozen=True, slots=True)
-class Promotion:
+class Promotion(Frozen):
     """The gate's answer: whether the record becomes ``active``, and why."""
 
+    __slots__ = ("promote", "reason", "detail")
     promote: bool
     reason: PromotionReason
     detail: str
+
+    def __init__(self, promote: bool, reason: PromotionReason, detail: str) -> None:
+        set_field(self, "promote", promote)
+        set_field(self, "reason", reason)
+        set_field(self, "detail", detail)
 
 
 def promotion(status: str, trust: Trust, *, ci: bool,

@@ -346,12 +346,10 @@ class Reading:
             return search(db, q)
 
         def scan() -> list[SearchHit]:
-            from dataclasses import replace
-
             from memidex.search.scan import scan_near, scan_search
 
             m = self.masker()  # searched as the index would store them: no oracle
-            loaded = (replace(lr, record=m.for_index(lr.record)) for lr in self.loaded())
+            loaded = (lr.replace(record=m.for_index(lr.record)) for lr in self.loaded())
             return scan_near(list(loaded), q) if q.near else scan_search(loaded, q)
 
         if strategy == "lexical":

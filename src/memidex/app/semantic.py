@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from memidex.app.arguments import FUSIONS, STRATEGIES
@@ -187,7 +187,7 @@ class Semantic:
                                           "fts_rank": h.fts_rank}
             if fusion == "rrf":
                 reasons["fused"] = h.score
-            hits.append(replace(item, reasons=reasons))
+            hits.append(item.replace(reasons=reasons))
         return SemanticAnswer(hits, level, used, {
             "fusion": fusion, "page_unfilled": fused.page_unfilled,
             "fired": fused.fallback_fired, "added": fused.fts_added}, note)

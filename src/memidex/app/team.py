@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, TypeVar, cast
 
 from memidex.app.arguments import anchors_of, check_limit, kinds_of, statuses_of
@@ -201,8 +200,9 @@ class TeamReading:
                 f"(strategy {strategy})")
 
     def local_commit(self) -> str | None:
-        """This clone's HEAD: the one the local index last looked at (no git call), else
-        asked of git (the records read directly); None outside git."""
+        """This clone's HEAD: the one the local index last looked at through git (no git
+        call; None there: no commit yet), else asked of git (the records read directly);
+        None outside git."""
         from memidex.index.staleness import Snapshot as Look
 
         db = self.reading.open(refresh=False)
@@ -211,7 +211,7 @@ class TeamReading:
                 look = Look.from_json(db.meta().get("snapshot"))
             except IndexUnavailableError:
                 look = None
-            if look is not None and look.head:
+            if look is not None and (look.head or look.method == "git"):
                 return look.head
         from memidex.teamindex.gitread import resolve
 
@@ -223,7 +223,7 @@ class TeamReading:
     def _local(self, result: R, warning: str) -> R:
         """``result`` of the local index, saying so (and why, when a team index is
         configured)."""
-        return replace(result, source=LOCAL, commit=self.local_commit(), warning=warning)
+        return result.replace(source=LOCAL, commit=self.local_commit(), warning=warning)
 
     # --- the reading commands --------------------------------------------------------
 
@@ -293,8 +293,8 @@ class TeamReading:
                                     hint=f"git fetch origin {snap.branch}") from None
         shown_record = ShownRecord(parse_record_bytes(data, paths[0]), paths[0],
                                    data.decode("utf-8"), tuple(paths[1:]))
-        return replace(self.reading.masker().mask_shown(shown_record), source=TEAM,
-                       commit=snap.commit)
+        return self.reading.masker().mask_shown(shown_record).replace(source=TEAM,
+                                                                      commit=snap.commit)
 
     def list_records(self, *, product: str | None = None, all_products: bool = False,
                      kinds: Sequence[str] = (), statuses: Sequence[str] | None = None,
@@ -353,5 +353,5 @@ class TeamReading:
         if isinstance(got, str):
             return local(got)
         brief, snap = got
-        return replace(brief, source=TEAM, commit=snap.commit)
+        return brief.replace(source=TEAM, commit=snap.commit)
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
+
+from memidex.plain import Plain
 
 if TYPE_CHECKING:
     from memidex.app import Memidex
@@ -28,74 +29,99 @@ __all__ = ["BriefArgs", "DoctorArgs", "IngestArgs", "RebuildArgs", "SearchArgs",
            "run_rebuild", "run_search", "warm_facade"]
 
 
-@dataclass
-class SearchArgs:
+class SearchArgs(Plain):
     """The parameters of ``[--root R] knowledge search QUERY [options]``."""
 
-    root: Path | None = None
-    query: str = ""
-    product: str | None = None
-    all_products: bool = False
-    kind: list[str] = field(default_factory=list)
-    status: list[str] = field(default_factory=list)
-    anchor: list[str] = field(default_factory=list)
-    limit: int = 10
-    json_out: bool = False
-    near: list[str] = field(default_factory=list)
-    strategy: str = "lexical"
-    fusion: str = "append"
+    __slots__ = ("root", "query", "product", "all_products", "kind", "status", "anchor", "limit",
+                 "json_out", "near", "strategy", "fusion")
+
+    def __init__(self, root: Path | None = None, query: str = "", product: str | None = None,
+                 all_products: bool = False, kind: list[str] | None = None,
+                 status: list[str] | None = None, anchor: list[str] | None = None, limit: int = 10,
+                 json_out: bool = False, near: list[str] | None = None, strategy: str = "lexical",
+                 fusion: str = "append") -> None:
+        self.root = root
+        self.query = query
+        self.product = product
+        self.all_products = all_products
+        self.kind = [] if kind is None else kind
+        self.status = [] if status is None else status
+        self.anchor = [] if anchor is None else anchor
+        self.limit = limit
+        self.json_out = json_out
+        self.near = [] if near is None else near
+        self.strategy = strategy
+        self.fusion = fusion
 
 
-@dataclass
-class RebuildArgs:
+class RebuildArgs(Plain):
     """The parameters of ``[--root R] knowledge rebuild-index [options]``."""
 
-    root: Path | None = None
-    jobs: int | None = None
-    json_out: bool = False
+    __slots__ = ("root", "jobs", "json_out")
+
+    def __init__(self, root: Path | None = None, jobs: int | None = None,
+                 json_out: bool = False) -> None:
+        self.root = root
+        self.jobs = jobs
+        self.json_out = json_out
 
 
-@dataclass
-class BriefArgs:
+class BriefArgs(Plain):
     """The parameters of ``[--root R] brief TEST_ID [options]``."""
 
-    root: Path | None = None
-    test_id: str = ""
-    product: str | None = None
-    anchor: list[str] = field(default_factory=list)
-    at: int | None = None
-    budget: int | None = None
-    limit: int | None = None
-    fmt: str = "markdown"
-    explain: bool = False
-    no_record: bool = False
-    json_out: bool = False
+    __slots__ = ("root", "test_id", "product", "anchor", "at", "budget", "limit", "fmt", "explain",
+                 "no_record", "json_out")
+
+    def __init__(self, root: Path | None = None, test_id: str = "", product: str | None = None,
+                 anchor: list[str] | None = None, at: int | None = None, budget: int | None = None,
+                 limit: int | None = None, fmt: str = "markdown", explain: bool = False,
+                 no_record: bool = False, json_out: bool = False) -> None:
+        self.root = root
+        self.test_id = test_id
+        self.product = product
+        self.anchor = [] if anchor is None else anchor
+        self.at = at
+        self.budget = budget
+        self.limit = limit
+        self.fmt = fmt
+        self.explain = explain
+        self.no_record = no_record
+        self.json_out = json_out
 
 
-@dataclass
-class DoctorArgs:
+class DoctorArgs(Plain):
     """The parameters of ``[--root R] doctor [--deep] [--json]``."""
 
-    root: Path | None = None
-    deep: bool = False
-    json_out: bool = False
+    __slots__ = ("root", "deep", "json_out")
+
+    def __init__(self, root: Path | None = None, deep: bool = False,
+                 json_out: bool = False) -> None:
+        self.root = root
+        self.deep = deep
+        self.json_out = json_out
 
 
-@dataclass
-class IngestArgs:
+class IngestArgs(Plain):
     """The parameters of ``[--root R] runs ingest RUN.json [options]``."""
 
-    root: Path | None = None
-    run_file: Path = field(default_factory=Path)
-    ci: bool = False
-    build_tag: str | None = None
-    fmt: str = "auto"
-    product: str | None = None
-    run_id: str | None = None
-    wait: float = 10.0
-    no_wait: bool = False
-    dry_run: bool = False
-    json_out: bool = False
+    __slots__ = ("root", "run_file", "ci", "build_tag", "fmt", "product", "run_id", "wait",
+                 "no_wait", "dry_run", "json_out")
+
+    def __init__(self, root: Path | None = None, run_file: Path | None = None, ci: bool = False,
+                 build_tag: str | None = None, fmt: str = "auto", product: str | None = None,
+                 run_id: str | None = None, wait: float = 10.0, no_wait: bool = False,
+                 dry_run: bool = False, json_out: bool = False) -> None:
+        self.root = root
+        self.run_file = Path() if run_file is None else run_file
+        self.ci = ci
+        self.build_tag = build_tag
+        self.fmt = fmt
+        self.product = product
+        self.run_id = run_id
+        self.wait = wait
+        self.no_wait = no_wait
+        self.dry_run = dry_run
+        self.json_out = json_out
 
 
 Args = SearchArgs | RebuildArgs | BriefArgs | DoctorArgs | IngestArgs

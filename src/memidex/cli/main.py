@@ -1,7 +1,9 @@
 """The ``memidex`` entry point, and the one place that turns an error into an exit code.
 
 A reading command (and ``runs ingest``) is first offered to a warm server, a running
-``memidex daemon`` that answers it with the same bytes (:mod:`memidex.warm`). A plain
+``memidex daemon`` that answers it with the same bytes (:mod:`memidex.warm`). When none
+answers a search, a brief or doctor, git's look at the records starts next
+(:func:`early_git`), so that it runs while the rest is imported. A plain
 ``knowledge search`` or ``knowledge rebuild-index`` runs through
 :mod:`memidex.cli.fast` without importing typer or rich; every other command line goes
 to the typer application in :mod:`memidex.cli.commands`. Either way each
@@ -22,7 +24,7 @@ if TYPE_CHECKING:      # imports neither (~15 ms)
 
     from memidex.errors import MemidexError
 
-__all__ = ["main", "run", "wants_json"]
+__all__ = ["EARLY_COMMANDS", "early_git", "main", "run", "wants_json"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,9 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         code = run_warm(sys.argv[1:])
         if code is not None:
             return code
-        from memidex.index.prefetch import early
-
-        early(sys.argv[1:])  # git's look at the records runs while the rest is imported
+        early_git(sys.argv[1:])  # git's look at the records runs while the rest is imported
     from memidex.cli.fast import parse_fast, run_fast
 
     args_list = sys.argv[1:] if argv is None else argv
@@ -50,6 +50,27 @@ def main(argv: list[str] | None = None) -> int:
     if args is not None:
         return _mapped(lambda: run_fast(args), json_out)
     return _mapped(lambda: _typer(argv, json_out=json_out), json_out)
+
+
+EARLY_COMMANDS = (("knowledge", "search"), ("brief",), ("doctor",))
+"""The commands :func:`early_git` starts git for: those whose staleness check collects it."""
+
+
+def early_git(argv: Sequence[str]) -> None:
+    """For a command line of :data:`EARLY_COMMANDS`, start the staleness check's git
+    calls (:mod:`memidex.index.prefetch`) for the repository and folders it reads, as far
+    as the command line and ``memidex.toml`` tell them without importing the
+    configuration: a wrong guess costs only the call."""
+    from memidex.index.prefetch import prefetch, tops_of
+    from memidex.warm.client import command_of, find_root
+
+    parsed = command_of(argv)
+    if parsed is None or parsed[1] not in EARLY_COMMANDS:
+        return
+    root = find_root(parsed[0])
+    tops = None if root is None else tops_of(root)
+    if root is not None and tops is not None:
+        prefetch(root, tops)
 
 
 def wants_json(argv: Sequence[str]) -> bool:

@@ -20,7 +20,8 @@ import io
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from memidex.plain import Plain
 
 __all__ = ["FORMATS", "SETTINGS", "colour", "emit", "listing_format", "paged", "rows_text",
            "stdout_is_terminal"]
@@ -28,12 +29,18 @@ __all__ = ["FORMATS", "SETTINGS", "colour", "emit", "listing_format", "paged", "
 FORMATS = ("table", "tsv", "csv", "json")
 
 
-@dataclass
-class Settings:
-    color: str = "auto"  # auto | always | never
-    pager: bool = True
-    quiet: bool = False
-    paging: bool = False  # inside paged(): stdout is a buffer standing for a terminal
+class Settings(Plain):
+    """The terminal settings of this command: ``color`` auto, always or never;
+    ``paging``: inside :func:`paged`, stdout is a buffer standing for a terminal."""
+
+    __slots__ = ("color", "pager", "quiet", "paging")
+
+    def __init__(self, color: str = "auto", pager: bool = True, quiet: bool = False,
+                 paging: bool = False) -> None:
+        self.color = color
+        self.pager = pager
+        self.quiet = quiet
+        self.paging = paging
 
 
 SETTINGS = Settings()

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from memidex.config.tables import (
     whole_number,
 )
 from memidex.errors import ConfigError, NotFoundError, Problem
+from memidex.plain import Frozen, set_field
 
 __all__ = [
     "CONFIG_FILE",
@@ -63,33 +63,80 @@ INDEX_URL_ENV = "MEMIDEX_INDEX_URL"
 """Overrides ``[index] url`` (docs/team-index.md)."""
 
 
-@dataclass(frozen=True)
-class Config:
-    """Resolved configuration. Paths are relative to ``root`` unless absolute."""
+_DEFAULT_PROMOTION = PromotionPolicy()
+_DEFAULT_BRIEF = BriefOptions()
+_DEFAULT_LEARNING = LearningSettings()
+_DEFAULT_MODEL = ModelSettings()
+_DEFAULT_INDEX = IndexSettings()
 
+
+class Config(Frozen):
+    """Resolved configuration. Paths are relative to ``root`` unless absolute.
+
+    ``notes_max_age_hours``: working memory older than this is pruned (a week).
+    ``promotion``: [promotion], docs/trust.md; ``secrets``: [secrets] allow = [...];
+    ``brief``: [brief], docs/brief.md; ``learning``, ``model``: docs/learning.md;
+    ``index``: [index], docs/team-index.md. ``problems``: with
+    ``load_config(strict=False)``, what is wrong in the file (each key's problem, the key
+    left at its default); ``doctor`` and ``check`` report them."""
+
+    __slots__ = ("root", "knowledge_dir", "policies_dir", "state_dir", "product",
+                 "build_tag", "secrets_file", "model_cache_dir", "lease_ttl_seconds",
+                 "notes_max_age_hours", "promotion", "secrets", "brief", "learning", "model",
+                 "index", "half_life_runs", "config_file", "problems")
     root: Path
-    knowledge_dir: str = "agent-qa-knowledge/memory"
-    policies_dir: str = "policies"
-    state_dir: str = ".agent-qa"
-    product: str | None = None
-    build_tag: str | None = None
-    secrets_file: str = ".agent-qa/secrets.yaml"
-    model_cache_dir: str = "~/.cache/memidex/models"
-    lease_ttl_seconds: float = 30.0
-    notes_max_age_hours: float = 168.0  # working memory older than this is pruned (a week)
-    promotion: PromotionPolicy = PromotionPolicy()  # [promotion]: docs/trust.md
-    secrets: Mapping[str, Any] = field(default_factory=dict)  # [secrets] allow = [...]
-    brief: BriefOptions = BriefOptions()  # [brief]: docs/brief.md
-    learning: LearningSettings = LearningSettings()  # [learning]: docs/learning.md
-    model: ModelSettings = ModelSettings()  # [model]: docs/learning.md
-    index: IndexSettings = IndexSettings()  # [index]: docs/team-index.md
-    half_life_runs: Mapping[str, int] = field(
-        default_factory=lambda: dict(DEFAULT_HALF_LIFE_RUNS)
-    )
-    config_file: Path | None = None
-    problems: tuple[Problem, ...] = ()
-    """With ``load_config(strict=False)``: what is wrong in the file (each key's problem,
-    the key left at its default); ``doctor`` and ``check`` report them."""
+    knowledge_dir: str
+    policies_dir: str
+    state_dir: str
+    product: str | None
+    build_tag: str | None
+    secrets_file: str
+    model_cache_dir: str
+    lease_ttl_seconds: float
+    notes_max_age_hours: float
+    promotion: PromotionPolicy
+    secrets: Mapping[str, Any]
+    brief: BriefOptions
+    learning: LearningSettings
+    model: ModelSettings
+    index: IndexSettings
+    half_life_runs: Mapping[str, int]
+    config_file: Path | None
+    problems: tuple[Problem, ...]
+
+    def __init__(self, root: Path, knowledge_dir: str = "agent-qa-knowledge/memory",
+                 policies_dir: str = "policies", state_dir: str = ".agent-qa",
+                 product: str | None = None, build_tag: str | None = None,
+                 secrets_file: str = ".agent-qa/secrets.yaml",
+                 model_cache_dir: str = "~/.cache/memidex/models",
+                 lease_ttl_seconds: float = 30.0, notes_max_age_hours: float = 168.0,
+                 promotion: PromotionPolicy = _DEFAULT_PROMOTION,
+                 secrets: Mapping[str, Any] | None = None,
+                 brief: BriefOptions = _DEFAULT_BRIEF,
+                 learning: LearningSettings = _DEFAULT_LEARNING,
+                 model: ModelSettings = _DEFAULT_MODEL, index: IndexSettings = _DEFAULT_INDEX,
+                 half_life_runs: Mapping[str, int] | None = None,
+                 config_file: Path | None = None, problems: tuple[Problem, ...] = ()) -> None:
+        set_field(self, "root", root)
+        set_field(self, "knowledge_dir", knowledge_dir)
+        set_field(self, "policies_dir", policies_dir)
+        set_field(self, "state_dir", state_dir)
+        set_field(self, "product", product)
+        set_field(self, "build_tag", build_tag)
+        set_field(self, "secrets_file", secrets_file)
+        set_field(self, "model_cache_dir", model_cache_dir)
+        set_field(self, "lease_ttl_seconds", lease_ttl_seconds)
+        set_field(self, "notes_max_age_hours", notes_max_age_hours)
+        set_field(self, "promotion", promotion)
+        set_field(self, "secrets", {} if secrets is None else secrets)
+        set_field(self, "brief", brief)
+        set_field(self, "learning", learning)
+        set_field(self, "model", model)
+        set_field(self, "index", index)
+        set_field(self, "half_life_runs", (dict(DEFAULT_HALF_LIFE_RUNS) if half_life_runs is None
+                                        else half_life_runs))
+        set_field(self, "config_file", config_file)
+        set_field(self, "problems", problems)
 
     @property
     def knowledge_path(self) -> Path:
@@ -110,9 +157,9 @@ class Config:
     def to_json(self) -> dict[str, Any]:
         """The effective configuration, as ``doctor --json`` prints it."""
         out: dict[str, Any] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name == "problems":
+        for name in self.__slots__:
+            value = getattr(self, name)
+            if name == "problems":
                 value = [p.as_dict() for p in value]
             elif isinstance(value, Path):
                 value = str(value)
@@ -120,7 +167,7 @@ class Config:
                 value = dict(value)
             elif hasattr(value, "to_json"):
                 value = value.to_json()
-            out[f.name] = value
+            out[name] = value
         return out
 
 
@@ -238,7 +285,7 @@ def load_config(
         if env.get(var):
             values[key] = _check_value(key, env[var], var)
     if env.get(INDEX_URL_ENV):
-        values["index"] = replace(values.get("index", IndexSettings()),
+        values["index"] = values.get("index", IndexSettings()).replace(
                                   url=env[INDEX_URL_ENV].strip())
     for key, value in (overrides or {}).items():
         if value is not None:
@@ -256,7 +303,7 @@ def load_config(
                                     _key_line(text if found else "", "learning"),
                                     exc.message.removeprefix(f"{found}: ")))
     config = Config(root=resolved_root, config_file=found, problems=tuple(problems))
-    return replace(config, **values)
+    return config.replace(**values)
 
 
 def _key_line(text: str, key: str) -> int:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from memidex.errors import ConfigError
+from memidex.plain import Frozen, set_field
 
 __all__ = ["DEFAULT_LIMIT", "DEFAULT_TRUST_FLOOR", "MAX_LIMIT", "BriefOptions",
            "IndexSettings", "LearningSettings", "ModelSettings", "PromotionPolicy", "check_keys",
@@ -54,12 +54,16 @@ def _where(source: str) -> str:
     return f"{source}: " if source else ""
 
 
-@dataclass(frozen=True, slots=True)
-class PromotionPolicy:
+class PromotionPolicy(Frozen):
     """The ``[promotion]`` table (docs/trust.md): when the gate makes a candidate active."""
 
-    min_confirmations: int = 2
-    max_contradictions: int = 0
+    __slots__ = ("min_confirmations", "max_contradictions")
+    min_confirmations: int
+    max_contradictions: int
+
+    def __init__(self, min_confirmations: int = 2, max_contradictions: int = 0) -> None:
+        set_field(self, "min_confirmations", min_confirmations)
+        set_field(self, "max_contradictions", max_contradictions)
 
     @classmethod
     def from_table(cls, table: Mapping[str, Any], source: str = "") -> PromotionPolicy:
@@ -72,7 +76,8 @@ class PromotionPolicy:
             raise ConfigError(_where(source) + exc.message) from None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"min_confirmations": self.min_confirmations,
+                "max_contradictions": self.max_contradictions}
 
 
 _INTS = {
@@ -85,24 +90,40 @@ _INTS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class LearningSettings:
-    """The ``[learning]`` table (docs/learning.md): how the curator and its checks behave."""
+class LearningSettings(Frozen):
+    """The ``[learning]`` table (docs/learning.md): how the curator and its checks behave.
 
-    evidence_max: int = 5
-    """Evidence items a record keeps (the last ones; ``evidence_total`` counts them all)."""
-    deprecate_after_runs: int = 3
-    """A record is deprecated after this many passing runs of its test without its anchor."""
-    max_rewrites: int = 20
-    """More supersessions and deprecations than this in one run become proposals."""
-    max_body_change: float = 0.8
-    """A supersession that changes more than this share of the body becomes a proposal."""
-    resolve_after_runs: int = 2
-    """An unknown is resolved after its test passed this many runs in a row on its anchor."""
-    retire_after_failures: int = 2
-    """A fact whose element a failing check no longer finds is retired after this many
-    such failures (none of them flaky or environmental)."""
-    promotion: PromotionPolicy = field(default_factory=PromotionPolicy)
+    ``evidence_max``: evidence items a record keeps (the last ones; ``evidence_total``
+    counts them all). ``deprecate_after_runs``: a record is deprecated after this many
+    passing runs of its test without its anchor. ``max_rewrites``: more supersessions and
+    deprecations than this in one run become proposals. ``max_body_change``: a
+    supersession that changes more than this share of the body becomes a proposal.
+    ``resolve_after_runs``: an unknown is resolved after its test passed this many runs
+    in a row on its anchor. ``retire_after_failures``: a fact whose element a failing
+    check no longer finds is retired after this many such failures (none of them flaky
+    or environmental)."""
+
+    __slots__ = ("evidence_max", "deprecate_after_runs", "max_rewrites", "max_body_change",
+                 "resolve_after_runs", "retire_after_failures", "promotion")
+    evidence_max: int
+    deprecate_after_runs: int
+    max_rewrites: int
+    max_body_change: float
+    resolve_after_runs: int
+    retire_after_failures: int
+    promotion: PromotionPolicy
+
+    def __init__(self, evidence_max: int = 5, deprecate_after_runs: int = 3,
+                 max_rewrites: int = 20, max_body_change: float = 0.8,
+                 resolve_after_runs: int = 2, retire_after_failures: int = 2,
+                 promotion: PromotionPolicy | None = None) -> None:
+        set_field(self, "evidence_max", evidence_max)
+        set_field(self, "deprecate_after_runs", deprecate_after_runs)
+        set_field(self, "max_rewrites", max_rewrites)
+        set_field(self, "max_body_change", max_body_change)
+        set_field(self, "resolve_after_runs", resolve_after_runs)
+        set_field(self, "retire_after_failures", retire_after_failures)
+        set_field(self, "promotion", PromotionPolicy() if promotion is None else promotion)
 
     @classmethod
     def from_table(cls, table: Mapping[str, Any], source: str = "", *,
@@ -118,19 +139,22 @@ class LearningSettings:
                    promotion=promotion or PromotionPolicy())
 
     def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
-        out.pop("promotion")  # its own table
-        return out
+        # `promotion` is its own table
+        return {n: getattr(self, n) for n in self.__slots__ if n != "promotion"}
 
 
-@dataclass(frozen=True, slots=True)
-class ModelSettings:
+class ModelSettings(Frozen):
     """The ``[model]`` table: ``command``, a program that reads a prompt on stdin and
     answers on stdout (``llm -m gpt-4o-mini``, say). Absent: no model; templates word
     everything."""
 
-    argv: tuple[str, ...] = ()
-    timeout_seconds: float = 120.0
+    __slots__ = ("argv", "timeout_seconds")
+    argv: tuple[str, ...]
+    timeout_seconds: float
+
+    def __init__(self, argv: tuple[str, ...] = (), timeout_seconds: float = 120.0) -> None:
+        set_field(self, "argv", argv)
+        set_field(self, "timeout_seconds", timeout_seconds)
 
     @property
     def enabled(self) -> bool:
@@ -174,13 +198,19 @@ DEFAULT_TRUST_FLOOR = 0.1
 MAX_LIMIT = 10_000
 
 
-@dataclass(frozen=True, slots=True)
-class BriefOptions:
+class BriefOptions(Frozen):
     """The ``[brief]`` table (docs/brief.md)."""
 
-    candidates: bool = False
-    trust_floor: float = DEFAULT_TRUST_FLOOR
-    limit: int = DEFAULT_LIMIT
+    __slots__ = ("candidates", "trust_floor", "limit")
+    candidates: bool
+    trust_floor: float
+    limit: int
+
+    def __init__(self, candidates: bool = False, trust_floor: float = DEFAULT_TRUST_FLOOR,
+                 limit: int = DEFAULT_LIMIT) -> None:
+        set_field(self, "candidates", candidates)
+        set_field(self, "trust_floor", trust_floor)
+        set_field(self, "limit", limit)
 
     @classmethod
     def from_table(cls, table: Mapping[str, Any], source: str = "") -> BriefOptions:
@@ -199,7 +229,8 @@ class BriefOptions:
         return cls(candidates, floor, limit)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"candidates": self.candidates, "trust_floor": self.trust_floor,
+                "limit": self.limit}
 
 
 _PASSWORD = re.compile(r"(://[^:/@?#]*:)[^@/?#]*@|(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)",
@@ -221,17 +252,24 @@ DEFAULT_INDEX_TIMEOUT = 2.0
 index (``[index] timeout``); libpq counts whole seconds, at least 2."""
 
 
-@dataclass(frozen=True, slots=True)
-class IndexSettings:
+class IndexSettings(Frozen):
     """The ``[index]`` table (docs/team-index.md): the team index on PostgreSQL that
     ``memidex index push`` fills and reading commands read. ``url`` None: no team index
-    (every read is local). ``MEMIDEX_INDEX_URL`` overrides ``url``."""
-
-    url: str | None = field(default=None, repr=False)  # it may hold a password
-    branch: str | None = None
-    """The branch whose snapshot is read and pushed (default: the one branch pushed; a push
+    (every read is local). ``MEMIDEX_INDEX_URL`` overrides ``url``. ``branch``: the
+    branch whose snapshot is read and pushed (default: the one branch pushed; a push
     defaults to the checked-out branch)."""
-    timeout: float = DEFAULT_INDEX_TIMEOUT
+
+    __slots__ = ("url", "branch", "timeout")
+    _repr_hidden = ("url",)  # it may hold a password
+    url: str | None
+    branch: str | None
+    timeout: float
+
+    def __init__(self, url: str | None = None, branch: str | None = None,
+                 timeout: float = DEFAULT_INDEX_TIMEOUT) -> None:
+        set_field(self, "url", url)
+        set_field(self, "branch", branch)
+        set_field(self, "timeout", timeout)
 
     @property
     def enabled(self) -> bool:

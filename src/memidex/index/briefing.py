@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 
 from memidex.index.db import IndexDB, team_aware, translating
 from memidex.index.query import VersionRow
-from memidex.records.model import Policy
+from memidex.records.rule import Policy
 
 __all__ = ["anchor_hits", "citations", "known_product", "policies",
            "products", "version_texts", "versions_of"]

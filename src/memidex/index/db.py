@@ -17,7 +17,6 @@ import sqlite3
 import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -28,6 +27,7 @@ from memidex.errors import (
     sqlite_fault,
 )
 from memidex.index.schema import MIGRATIONS, MIGRATIONS_TABLE, SCHEMA_VERSION, TABLES, VIEWS
+from memidex.plain import Plain
 
 __all__ = ["IndexDB", "IndexOutdated", "IndexSwapped", "apply_migrations", "create_schema",
            "file_digest", "sqlite_error", "team_aware", "translated", "translating",
@@ -168,17 +168,22 @@ def apply_migrations(conn: sqlite3.Connection) -> list[str]:
     return applied
 
 
-@dataclass
-class IndexDB:
-    """One open connection to the index file, remembering which inode it opened."""
+class IndexDB(Plain):
+    """One open connection to the index file, remembering which inode it opened;
+    ``readonly``: opened read-only (a read-only folder or mount), served while up to
+    date."""
 
-    path: Path
-    conn: sqlite3.Connection
-    ino: int
-    readonly: bool = False
-    """Opened read-only (a read-only folder or mount): served while up to date."""
-    _memo: dict[str, tuple[tuple[int, int], Any]] = field(
-        default_factory=dict, repr=False, compare=False)
+    __slots__ = ("path", "conn", "ino", "readonly", "_memo")
+    _eq_fields = ("path", "conn", "ino", "readonly")
+    _repr_hidden = ("_memo",)
+
+    def __init__(self, path: Path, conn: sqlite3.Connection, ino: int,
+                 readonly: bool = False) -> None:
+        self.path = path
+        self.conn = conn
+        self.ino = ino
+        self.readonly = readonly
+        self._memo: dict[str, tuple[tuple[int, int], Any]] = {}
 
     def memo(self, name: str, compute: Callable[[], T]) -> T:
         """``compute()`` (a question about the whole index), kept while the index is

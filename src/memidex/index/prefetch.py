@@ -5,9 +5,9 @@ each other: importing memidex and opening the index, and ``git diff-files`` (git
 of every tracked record, ~25 ms at 20,000 records, ~0.1 s at 100,000). :func:`prefetch`
 starts ``git diff-files`` and the ``rev-parse`` of git's index and HEAD in the
 background; :mod:`memidex.index.staleness` collects them (:func:`take`), or
-:func:`discard` reaps them. :func:`early` is the CLI's first step for ``knowledge
-search``, ``brief`` and ``doctor``: it starts them from the command line alone, before
-the CLI imports anything else.
+:func:`discard` reaps them. The CLI's first step for ``knowledge search``, ``brief``
+and ``doctor`` (:func:`memidex.cli.main.early_git`) starts them from the command line and
+:func:`tops_of` alone, before it imports anything else.
 
 The answers are no staler than ones asked for later: a file changed meanwhile is named by
 git next time, or was named this time and is looked at again next time (and git's index
@@ -31,13 +31,11 @@ TYPE_CHECKING = False  # not `typing`'s (~2 ms): this runs first
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["HEAD", "Git", "discard", "early", "prefetch", "start", "take", "tops_of"]
+__all__ = ["HEAD", "Git", "discard", "prefetch", "start", "take", "tops_of"]
 
 HEAD_ARGS = ("rev-parse", "--git-path", "index", "HEAD")
 HEAD: tuple[str, ...] = ()
 """The folders key of the ``rev-parse`` call (it does not depend on them)."""
-EARLY_COMMANDS = (("knowledge", "search"), ("brief",), ("doctor",))
-"""The command lines :func:`early` starts the calls for: those that collect them."""
 
 _STARTED: dict[tuple[str, tuple[str, ...]], tuple[Git, str]] = {}
 
@@ -132,24 +130,6 @@ def discard(root: str) -> None:
     for key in [k for k in _STARTED if k[0] == root]:
         proc, _ = _STARTED.pop(key)
         proc.communicate()
-
-
-def early(argv: Sequence[str]) -> None:
-    """For a command line in :data:`EARLY_COMMANDS`, start the calls for the repository
-    and folders it reads, as far as the command line and ``memidex.toml`` tell them
-    without importing the configuration (see the module docstring: a wrong guess costs
-    only the call)."""
-    from memidex.warm.client import command_of, find_root
-
-    parsed = command_of(argv)
-    if parsed is None or parsed[1] not in EARLY_COMMANDS:
-        return
-    root = find_root(parsed[0])
-    if root is None:
-        return
-    tops = tops_of(root)
-    if tops is not None:
-        prefetch(root, tops)
 
 
 def tops_of(root: str) -> list[str] | None:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass, replace
 from typing import Any
 
 from memidex.index.db import IndexDB, team_aware, translating
+from memidex.plain import Frozen, set_field
 from memidex.records.shape import RecordSummary
 from memidex.search.ranking import (
     COLUMN_WEIGHTS,
@@ -161,7 +161,7 @@ def search(db: IndexDB, q: SearchQuery) -> list[SearchHit]:
         key=lambda pair: sort_key(pair[0]))[: q.limit]
     # Snippets only for what is shown: each one walks the record's text.
     snippets = _snippets(conn, fts_expression(terms, "OR"), [rowid for _, rowid in ranked])
-    return [replace(hit, snippet=snippets.get(rowid, hit.title)) for hit, rowid in ranked]
+    return [hit.replace(snippet=snippets.get(rowid, hit.title)) for hit, rowid in ranked]
 
 
 NEAR_POOL = 50
@@ -172,9 +172,9 @@ best ``limit`` that carry each ``--near`` anchor."""
 def _search_near(db: IndexDB, q: SearchQuery) -> list[SearchHit]:
     """``knowledge search --near``: BM25 results re-ranked by the anchors they share with
     ``q.near`` (:func:`memidex.search.ranking.rerank_near`), each with its reasons."""
-    pool = search(db, replace(q, near=(), limit=max(5 * q.limit, NEAR_POOL)))
+    pool = search(db, q.replace(near=(), limit=max(5 * q.limit, NEAR_POOL)))
     for anchor in q.near:
-        pool += search(db, replace(q, near=(), anchors=(*q.anchors, anchor)))
+        pool += search(db, q.replace(near=(), anchors=(*q.anchors, anchor)))
     return rerank_near(pool, q.near, q.limit)
 
 
@@ -260,10 +260,13 @@ def _duplicate_ids(db: IndexDB) -> list[tuple[str, list[str]]]:
     return out
 
 
-@dataclass(frozen=True)
-class VersionRow:
-    """One version of a record, as a replay at some ordinal is served it."""
+class VersionRow(Frozen):
+    """One version of a record, as a replay at some ordinal is served it
+    (``anchors``: the main anchor first)."""
 
+    __slots__ = ("record_rowid", "version", "current", "id", "path", "product", "kind", "status",
+                 "valid_from", "valid_until", "title", "body", "anchors", "source",
+                 "confirmations", "contradictions", "last_confirmed")
     record_rowid: int
     version: int
     current: bool
@@ -276,11 +279,33 @@ class VersionRow:
     valid_until: int | None
     title: str
     body: str
-    anchors: tuple[str, ...]  # main anchor first
+    anchors: tuple[str, ...]
     source: str
     confirmations: int
     contradictions: int
     last_confirmed: int | None
+
+    def __init__(self, record_rowid: int, version: int, current: bool, id: str, path: str,
+                 product: str, kind: str, status: str, valid_from: int, valid_until: int | None,
+                 title: str, body: str, anchors: tuple[str, ...], source: str, confirmations: int,
+                 contradictions: int, last_confirmed: int | None) -> None:
+        set_field(self, "record_rowid", record_rowid)
+        set_field(self, "version", version)
+        set_field(self, "current", current)
+        set_field(self, "id", id)
+        set_field(self, "path", path)
+        set_field(self, "product", product)
+        set_field(self, "kind", kind)
+        set_field(self, "status", status)
+        set_field(self, "valid_from", valid_from)
+        set_field(self, "valid_until", valid_until)
+        set_field(self, "title", title)
+        set_field(self, "body", body)
+        set_field(self, "anchors", anchors)
+        set_field(self, "source", source)
+        set_field(self, "confirmations", confirmations)
+        set_field(self, "contradictions", contradictions)
+        set_field(self, "last_confirmed", last_confirmed)
 
 
 @translating

@@ -23,12 +23,12 @@ import contextlib
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
 
 from memidex.errors import Problem
 from memidex.index import staleness
 from memidex.index.db import IndexDB, file_digest, translating, write_meta, xor_hex
 from memidex.index.staleness import RACY_NS, Snapshot, suspects
+from memidex.plain import Plain
 from memidex.store import visibility
 from memidex.store.files import FileStat, Store
 
@@ -36,15 +36,21 @@ __all__ = ["Changes", "RefreshReport", "detect_changes", "fed_by_landed", "lande
            "refresh"]
 
 
-@dataclass
-class RefreshReport:
-    added: list[str] = field(default_factory=list)
-    changed: list[str] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
-    method: str = "stat"
-    # A change set whose install did not finish (its writer died, or is stuck): the files
-    # read may hold part of it until the next writer's recovery rolls it forward.
-    interrupted: str | None = None
+class RefreshReport(Plain):
+    """What a refresh did. ``interrupted``: a change set whose install did not finish
+    (its writer died, or is stuck): the files read may hold part of it until the next
+    writer's recovery rolls it forward."""
+
+    __slots__ = ("added", "changed", "deleted", "method", "interrupted")
+
+    def __init__(self, added: list[str] | None = None, changed: list[str] | None = None,
+                 deleted: list[str] | None = None, method: str = "stat",
+                 interrupted: str | None = None) -> None:
+        self.added: list[str] = [] if added is None else added
+        self.changed: list[str] = [] if changed is None else changed
+        self.deleted: list[str] = [] if deleted is None else deleted
+        self.method = method
+        self.interrupted = interrupted
 
     @property
     def touched(self) -> int:
@@ -70,16 +76,22 @@ def _stored_one(conn: sqlite3.Connection, path: str) -> Stored:
     return {row[0]: (row[1], row[2], row[3], row[4], row[5]) for row in rows}
 
 
-@dataclass
-class Changes:
-    """What differs from the index: files to (re)load, paths gone, scan problems."""
+class Changes(Plain):
+    """What differs from the index: files to (re)load, paths gone, scan problems
+    (``problems``: the folder scan's, when a full scan ran)."""
 
-    records: list[FileStat] = field(default_factory=list)
-    policies: list[FileStat] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
-    problems: list[Problem] | None = None  # folder-scan problems, when a full scan ran
-    snapshot: Snapshot | None = None
-    method: str = "stat"
+    __slots__ = ("records", "policies", "deleted", "problems", "snapshot", "method")
+
+    def __init__(self, records: list[FileStat] | None = None,
+                 policies: list[FileStat] | None = None, deleted: list[str] | None = None,
+                 problems: list[Problem] | None = None, snapshot: Snapshot | None = None,
+                 method: str = "stat") -> None:
+        self.records: list[FileStat] = [] if records is None else records
+        self.policies: list[FileStat] = [] if policies is None else policies
+        self.deleted: list[str] = [] if deleted is None else deleted
+        self.problems = problems
+        self.snapshot = snapshot
+        self.method = method
 
     @property
     def empty(self) -> bool:
@@ -201,7 +213,7 @@ def _landed_changes(store: Store, db: IndexDB) -> Changes | None:
         else:  # hashed: a file just written is too recent for its stat to be trusted
             _compare(store, stored, [fs], 0, store.policies_rel, out, always_hash=True)
     out.deleted.sort()
-    out.snapshot = replace(snap, named=sorted(set(snap.named) | paths))
+    out.snapshot = snap.replace(named=sorted(set(snap.named) | paths))
     return out
 
 

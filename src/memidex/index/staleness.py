@@ -41,11 +41,11 @@ import json
 import os
 import subprocess
 import time
-from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from memidex.index.prefetch import HEAD, HEAD_ARGS, Git, take
 from memidex.index.prefetch import start as _start
+from memidex.plain import Plain
 
 __all__ = ["MAX_GIT_SUSPECTS", "MAX_WATCH_NAMED", "RACY_NS", "Snapshot", "Suspects", "Watch",
            "is_watched", "suspects", "take_snapshot", "unwatch", "watch"]
@@ -60,15 +60,22 @@ MAX_WATCH_NAMED = 1000
 files that differ from git's index), so the snapshot stays small for one-shot commands."""
 
 
-@dataclass
-class Snapshot:
-    method: str = "stat"
-    head: str | None = None
-    git_index_mtime: int = 0
-    dirs: dict[str, int] = field(default_factory=dict)
-    untracked: list[str] = field(default_factory=list)
-    named: list[str] = field(default_factory=list)
-    scan_ns: int = 0
+class Snapshot(Plain):
+    """What the index last looked at (see the module docstring), kept in its meta."""
+
+    __slots__ = ("method", "head", "git_index_mtime", "dirs", "untracked", "named", "scan_ns")
+
+    def __init__(self, method: str = "stat", head: str | None = None,
+                 git_index_mtime: int = 0, dirs: dict[str, int] | None = None,
+                 untracked: list[str] | None = None, named: list[str] | None = None,
+                 scan_ns: int = 0) -> None:
+        self.method = method
+        self.head = head
+        self.git_index_mtime = git_index_mtime
+        self.dirs: dict[str, int] = {} if dirs is None else dirs
+        self.untracked: list[str] = [] if untracked is None else untracked
+        self.named: list[str] = [] if named is None else named
+        self.scan_ns = scan_ns
 
     def to_json(self) -> str:
         return json.dumps({"method": self.method, "head": self.head,
@@ -97,18 +104,22 @@ class Snapshot:
                                 other.untracked, other.named)
 
 
-@dataclass
-class Suspects:
-    """What to look at: ``full`` (everything), or these paths; and the next snapshot."""
+class Suspects(Plain):
+    """What to look at: ``full`` (everything), or these paths; and the next snapshot.
+    ``verify``: paths git says hold other content than its index or HEAD, hashed even
+    when their stat looks unchanged (an mtime put back by a tool is still a change)."""
 
-    method: str
-    full: bool = False
-    paths: set[str] = field(default_factory=set)
-    # Paths git says hold other content than its index or HEAD: hashed even when their
-    # stat looks unchanged (an mtime put back by a tool is still a change).
-    verify: set[str] = field(default_factory=set)
-    snapshot: Snapshot | None = None
-    reason: str = ""
+    __slots__ = ("method", "full", "paths", "verify", "snapshot", "reason")
+
+    def __init__(self, method: str, full: bool = False, paths: set[str] | None = None,
+                 verify: set[str] | None = None, snapshot: Snapshot | None = None,
+                 reason: str = "") -> None:
+        self.method = method
+        self.full = full
+        self.paths: set[str] = set() if paths is None else paths
+        self.verify: set[str] = set() if verify is None else verify
+        self.snapshot = snapshot
+        self.reason = reason
 
 
 def _git(root: str, *args: str) -> str | None:
@@ -224,13 +235,17 @@ class Watch(Protocol):
         ...  # pragma: no cover - a protocol
 
 
-@dataclass
 class _Watched:
-    watch: Watch
-    tops: tuple[str, ...]
-    # The snapshot JSON the index may hold after the last answer: the one answered, or the
-    # one it held, when the refresh had no reason to write (see refresh.refresh).
-    expect: set[str] = field(default_factory=set)
+    """A watcher, its folders, and ``expect``: the snapshot JSON the index may hold after
+    the last answer — the one answered, or the one it held, when the refresh had no
+    reason to write (see refresh.refresh)."""
+
+    __slots__ = ("watch", "tops", "expect")
+
+    def __init__(self, watch: Watch, tops: tuple[str, ...]) -> None:
+        self.watch = watch
+        self.tops = tops
+        self.expect: set[str] = set()
 
 
 _WATCHED: dict[str, _Watched] = {}
@@ -278,7 +293,7 @@ def suspects(root: str, tops: list[str], snap: Snapshot | None, *,
             snap.to_json() in watched.expect:
         named = set(snap.named) | changed
         if len(named) <= MAX_WATCH_NAMED:
-            nxt = replace(snap, named=sorted(named))
+            nxt = snap.replace(named=sorted(named))
             watched.expect = _kept(snap, nxt)
             return Suspects(method="watch", paths=set(changed), verify=set(changed),
                             snapshot=nxt, reason="watched")

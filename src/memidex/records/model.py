@@ -8,8 +8,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from memidex.records.rule import Policy
 from memidex.records.vocab import (
     KINDS,
+    MAX_ORDINAL,
     SERVABLE_STATUSES,
     SEVERITIES,
     SOURCES,
@@ -41,8 +43,6 @@ __all__ = [
 WRITERS: tuple[str, ...] = ("template", "model")
 """The values of ``written_by``: who worded a learned record."""
 
-MAX_ORDINAL = 2**63 - 1
-"""The largest run ordinal or count a record may hold (SQLite's largest integer)."""
 
 EVIDENCE_KEY_ORDER: tuple[str, ...] = ("run", "test", "step", "observed")
 """Evidence keys written first, in this order; every other key follows, sorted."""
@@ -183,29 +183,3 @@ class Record:
     def relpath(self) -> str:
         """Where the record lives inside the knowledge folder."""
         return f"records/{self.kind}/{self.id}.md"
-
-
-@dataclass(frozen=True, slots=True)
-class Policy:
-    """A rule people wrote. ``anchors`` are glob patterns (``page:/checkout*``)."""
-
-    id: str
-    rule: str
-    severity: str = "must"
-    products: tuple[str, ...] = ()
-    anchors: tuple[str, ...] = ()
-    path: str = ""
-    line: int = 1
-
-    def applies_to(self, product: str, anchors: tuple[str, ...] | list[str] | None) -> bool:
-        """True when the policy covers ``product`` and (if it names anchors) one of ``anchors``.
-
-        A policy with no anchor patterns applies to every test of its products.
-        """
-        from fnmatch import fnmatchcase
-
-        if self.products and product not in self.products:
-            return False
-        if not self.anchors:
-            return True
-        return any(fnmatchcase(a, pat) for pat in self.anchors for a in anchors or ())

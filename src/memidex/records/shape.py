@@ -12,8 +12,9 @@ further ones; ``docs/cli.md`` documents the difference).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from memidex.plain import Frozen, set_field
 
 if TYPE_CHECKING:  # a search on the index reads no record file: no model import
     from memidex.records.model import HistoryEntry, Record
@@ -21,11 +22,12 @@ if TYPE_CHECKING:  # a search on the index reads no record file: no model import
 __all__ = ["RecordSummary", "record_dict", "summary", "summary_of"]
 
 
-@dataclass(frozen=True)
-class RecordSummary:
+class RecordSummary(Frozen):
     """A listing row: a record's identity, title, every anchor (main first), trust and
     window — what ``knowledge list`` shows, from the index or from the file."""
 
+    __slots__ = ("id", "path", "kind", "status", "product", "anchor", "title", "anchors", "source",
+                 "confirmations", "contradictions", "last_confirmed", "valid_from", "valid_until")
     id: str
     path: str
     kind: str
@@ -40,6 +42,25 @@ class RecordSummary:
     last_confirmed: int | None
     valid_from: int
     valid_until: int | None
+
+    def __init__(self, id: str, path: str, kind: str, status: str, product: str, anchor: str,
+                 title: str, anchors: tuple[str, ...], source: str, confirmations: int,
+                 contradictions: int, last_confirmed: int | None, valid_from: int,
+                 valid_until: int | None) -> None:
+        set_field(self, "id", id)
+        set_field(self, "path", path)
+        set_field(self, "kind", kind)
+        set_field(self, "status", status)
+        set_field(self, "product", product)
+        set_field(self, "anchor", anchor)
+        set_field(self, "title", title)
+        set_field(self, "anchors", anchors)
+        set_field(self, "source", source)
+        set_field(self, "confirmations", confirmations)
+        set_field(self, "contradictions", contradictions)
+        set_field(self, "last_confirmed", last_confirmed)
+        set_field(self, "valid_from", valid_from)
+        set_field(self, "valid_until", valid_until)
 
     def to_json(self) -> dict[str, Any]:
         return summary(id=self.id, path=self.path, kind=self.kind, status=self.status,

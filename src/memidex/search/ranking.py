@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+
+from memidex.plain import Frozen, set_field
 
 __all__ = [
     "COLUMN_WEIGHTS",
@@ -46,19 +47,39 @@ STOPWORDS = frozenset(
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
-@dataclass(frozen=True)
-class SearchQuery:
+class SearchQuery(Frozen):
+    """What to search for. ``product`` None: every product (only with an explicit
+    ``--all-products``); ``statuses`` () means any status; ``near``: rank by overlap with
+    these anchors too (:func:`rerank_near`)."""
+
+    __slots__ = ("text", "product", "kinds", "statuses", "anchors", "limit", "near")
     text: str
-    product: str | None  # None: every product (only with an explicit --all-products)
-    kinds: tuple[str, ...] = ()
-    statuses: tuple[str, ...] = DEFAULT_STATUSES  # () means any status
-    anchors: tuple[str, ...] = ()
-    limit: int = 10
-    near: tuple[str, ...] = ()  # rank by overlap with these anchors too (rerank_near)
+    product: str | None
+    kinds: tuple[str, ...]
+    statuses: tuple[str, ...]
+    anchors: tuple[str, ...]
+    limit: int
+    near: tuple[str, ...]
+
+    def __init__(self, text: str, product: str | None, kinds: tuple[str, ...] = (),
+                 statuses: tuple[str, ...] = DEFAULT_STATUSES, anchors: tuple[str, ...] = (),
+                 limit: int = 10, near: tuple[str, ...] = ()) -> None:
+        set_field(self, "text", text)
+        set_field(self, "product", product)
+        set_field(self, "kinds", kinds)
+        set_field(self, "statuses", statuses)
+        set_field(self, "anchors", anchors)
+        set_field(self, "limit", limit)
+        set_field(self, "near", near)
 
 
-@dataclass(frozen=True)
-class SearchHit:
+class SearchHit(Frozen):
+    """One result of a search. ``reasons`` (why it ranked where it did) is left out of
+    equality and the hash."""
+
+    __slots__ = ("id", "kind", "status", "title", "score", "confidence", "snippet", "path",
+                 "anchors", "product", "matched", "terms", "reasons")
+    _eq_fields = __slots__[:-1]
     id: str
     kind: str
     status: str
@@ -69,9 +90,27 @@ class SearchHit:
     path: str
     anchors: tuple[str, ...]
     product: str
-    matched: int = 0
-    terms: int = 0
-    reasons: dict[str, object] | None = field(default=None, compare=False, hash=False)
+    matched: int
+    terms: int
+    reasons: dict[str, object] | None
+
+    def __init__(self, id: str, kind: str, status: str, title: str, score: float,
+                 confidence: str, snippet: str, path: str, anchors: tuple[str, ...],
+                 product: str, matched: int = 0, terms: int = 0,
+                 reasons: dict[str, object] | None = None) -> None:
+        set_field(self, "id", id)
+        set_field(self, "kind", kind)
+        set_field(self, "status", status)
+        set_field(self, "title", title)
+        set_field(self, "score", score)
+        set_field(self, "confidence", confidence)
+        set_field(self, "snippet", snippet)
+        set_field(self, "path", path)
+        set_field(self, "anchors", anchors)
+        set_field(self, "product", product)
+        set_field(self, "matched", matched)
+        set_field(self, "terms", terms)
+        set_field(self, "reasons", reasons)
 
     def as_dict(self) -> dict[str, object]:
         extra = {} if self.reasons is None else {"reasons": self.reasons}
@@ -151,7 +190,7 @@ def rerank_near(hits: Sequence[SearchHit], near: Sequence[str], limit: int
         combined = round(h.score * (1 + NEAR_WEIGHT * len(shared)), 6)
         scored.append(((-h.matched, -combined, h.id, h.path), h, shared, combined))
     scored.sort(key=lambda t: t[0])
-    return [replace(h, reasons={"rank": i, "bm25": h.score, "shared": shared,
+    return [h.replace(reasons={"rank": i, "bm25": h.score, "shared": shared,
                                 "overlap": len(shared), "score": combined,
                                 "matched_terms": h.matched, "terms": h.terms})
             for i, (_k, h, shared, combined) in enumerate(scored[:limit], start=1)]

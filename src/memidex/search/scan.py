@@ -126,11 +126,10 @@ def scan_search(records: Iterable[LoadedRecord], q: SearchQuery) -> list[SearchH
 def scan_near(records: list[LoadedRecord], q: SearchQuery) -> list[SearchHit]:
     """``search --near`` without the index: the same pool as the index's (the best BM25
     results, and the best carrying each ``--near`` anchor), re-ranked the same way."""
-    from dataclasses import replace
 
     from memidex.search.ranking import rerank_near
 
-    pool = scan_search(records, replace(q, near=(), limit=max(5 * q.limit, 50)))
+    pool = scan_search(records, q.replace(near=(), limit=max(5 * q.limit, 50)))
     for anchor in q.near:
-        pool += scan_search(records, replace(q, near=(), anchors=(*q.anchors, anchor)))
+        pool += scan_search(records, q.replace(near=(), anchors=(*q.anchors, anchor)))
     return rerank_near(pool, q.near, q.limit)

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memidex.config import Config
 from memidex.config.tables import MAX_LIMIT, BriefOptions
 from memidex.errors import MemidexError, UsageError
+from memidex.plain import Frozen, set_field
 from memidex.records.ids import ANCHOR_RE, PRODUCT_RE
 from memidex.serve.rank import REASONS, Ranked
 from memidex.serve.values import Brief, BriefRecord
@@ -26,7 +26,7 @@ from memidex.serve.values import Brief, BriefRecord
 if TYPE_CHECKING:
     from memidex.index.db import IndexDB
     from memidex.masking import Masker
-    from memidex.records.model import Policy
+    from memidex.records.rule import Policy
     from memidex.store.files import Store
 
 __all__ = ["MAX_CANDIDATES", "Brief", "BriefRecord", "BriefRequest", "build_brief"]
@@ -39,15 +39,28 @@ _SEVERITY_ORDER = {"must": 0, "should": 1, "info": 2}
 _MAX_ANCHOR = 1000
 
 
-@dataclass(frozen=True, slots=True)
-class BriefRequest:
+class BriefRequest(Frozen):
+    """What a brief is asked for (``brief TEST_ID [options]``)."""
+
+    __slots__ = ("test_id", "product", "anchors", "at", "budget", "limit", "explain")
     test_id: str
     product: str
-    anchors: tuple[str, ...] = ()
-    at: int | None = None
-    budget: int | None = None
-    limit: int | None = None
-    explain: bool = False
+    anchors: tuple[str, ...]
+    at: int | None
+    budget: int | None
+    limit: int | None
+    explain: bool
+
+    def __init__(self, test_id: str, product: str, anchors: tuple[str, ...] = (),
+                 at: int | None = None, budget: int | None = None, limit: int | None = None,
+                 explain: bool = False) -> None:
+        set_field(self, "test_id", test_id)
+        set_field(self, "product", product)
+        set_field(self, "anchors", anchors)
+        set_field(self, "at", at)
+        set_field(self, "budget", budget)
+        set_field(self, "limit", limit)
+        set_field(self, "explain", explain)
 
 
 def _check(req: BriefRequest) -> None:
@@ -249,8 +262,6 @@ def _candidates(config: Config, db: IndexDB, product: str, ordinal: int,
     """The ranked records and the withheld ids. The hop is taken only when the records
     sharing an anchor leave room under ``limit`` (every one of them ranks above any
     record reached by a hop, so those would all be over the limit)."""
-    from dataclasses import replace
-
     from memidex.index.briefing import anchor_hits, citations, version_texts, versions_of
     from memidex.serve.rank import hop_anchors, rank
 
@@ -289,7 +300,7 @@ def _candidates(config: Config, db: IndexDB, product: str, ordinal: int,
                                for x in ranked[:limit]])
     for i, x in enumerate(ranked[:limit]):
         title, body = texts.get((x.row.record_rowid, x.row.version), ("", ""))
-        ranked[i] = replace(x, row=replace(x.row, title=title, body=body))
+        ranked[i] = x.replace(row=x.row.replace(title=title, body=body))
     return ranked, withheld, hops
 
 
@@ -298,8 +309,6 @@ def _assemble(req: BriefRequest, ordinal: int, next_ordinal: int, level: str,
               policies: list[Policy], ranked: list[Ranked],
               withheld_sets: dict[str, set[str]], options: BriefOptions, masker: Masker,
               notes: list[str]) -> Brief:
-    from dataclasses import replace
-
     from memidex.fence import choose_fence
     from memidex.serve import render
     from memidex.serve.budget import estimate, fit
@@ -315,7 +324,7 @@ def _assemble(req: BriefRequest, ordinal: int, next_ordinal: int, level: str,
                            shared=tuple(m(a) for a in x.shared),
                            hop=tuple(m(a) for a in (*x.hop, *x.cited)))
                for i, x in enumerate(ranked[:limit], start=1)]
-    masked_policies = tuple(replace(p, rule=m(" ".join(p.rule.split())))
+    masked_policies = tuple(p.replace(rule=m(" ".join(p.rule.split())))
                             for p in policies)
     shown_anchors = tuple(sorted(m(a) for a in test_anchors))
     shown_hops = tuple(m(a) for a in hops)
@@ -329,7 +338,7 @@ def _assemble(req: BriefRequest, ordinal: int, next_ordinal: int, level: str,
     fixed = estimate(render.head(draft))
     if req.budget is not None:
         # the tail is reserved at its longest: every record cut
-        worst = replace(draft, records=(), tokens=req.budget, notes=(
+        worst = draft.replace(records=(), tokens=req.budget, notes=(
             *notes, _cut_note(len(records), req.budget)), withheld={
             **withheld, "over_budget": [*withheld["over_budget"], *(r.id for r in records)]})
         fixed += estimate(render.tail(worst))
@@ -338,9 +347,9 @@ def _assemble(req: BriefRequest, ordinal: int, next_ordinal: int, level: str,
     if cut:
         withheld["over_budget"] = sorted(set(withheld["over_budget"]) | set(cut))
         notes.append(_cut_note(len(cut), req.budget))
-    final = tuple(replace(records[i], tokens=costs[i], rank=n)
+    final = tuple(records[i].replace(tokens=costs[i], rank=n)
                   for n, i in enumerate(kept, start=1))
-    return replace(draft, records=final, withheld=withheld, tokens=used, notes=tuple(notes))
+    return draft.replace(records=final, withheld=withheld, tokens=used, notes=tuple(notes))
 
 
 def _cut_note(count: int, budget: int | None) -> str:
@@ -351,8 +360,6 @@ def _cut_note(count: int, budget: int | None) -> str:
 def _record(config: Config, brief: Brief) -> Brief:
     """Append what ``brief`` served to the product's served file; a failure to record
     becomes a note (the brief itself is still given)."""
-    from dataclasses import replace
-
     from memidex.runstate.served import record_served
 
     try:
@@ -361,5 +368,5 @@ def _record(config: Config, brief: Brief) -> Brief:
     except (OSError, MemidexError) as exc:
         note = f"what was served could not be recorded ({exc})"
         note = note.replace(brief.fence, "untrusted-fence")  # never the fence itself
-        return replace(brief, notes=(*brief.notes, note))
+        return brief.replace(notes=(*brief.notes, note))
     return brief

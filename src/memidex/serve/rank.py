@@ -19,11 +19,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 from memidex.index.query import VersionRow
-from memidex.records.model import Record, Trust, Valid
-from memidex.trust import TrustScore, record_trust
+from memidex.plain import Frozen, set_field
+from memidex.trust import TrustScore, version_trust
 
 __all__ = ["HOP_ANCHORS", "HOP_DISCOUNT", "REASONS", "Ranked", "hop_anchors", "rank"]
 
@@ -42,17 +41,29 @@ in the order the ``withheld`` section lists them."""
 _SERVABLE = ("active", "candidate")
 
 
-@dataclass(frozen=True, slots=True)
-class Ranked:
-    """A record a brief serves: the version served, its trust and why it is there."""
+class Ranked(Frozen):
+    """A record a brief serves: the version served, its trust and why it is there
+    (``cited``: ids of the records sharing an anchor that cite it, or it cites)."""
 
+    __slots__ = ("row", "trust", "shared", "hop", "cited", "overlap", "score")
     row: VersionRow
     trust: TrustScore
     shared: tuple[str, ...]
     hop: tuple[str, ...]
-    cited: tuple[str, ...]  # ids of the records sharing an anchor that cite it, or it cites
+    cited: tuple[str, ...]
     overlap: float
     score: float
+
+    def __init__(self, row: VersionRow, trust: TrustScore, shared: tuple[str, ...],
+                 hop: tuple[str, ...], cited: tuple[str, ...], overlap: float,
+                 score: float) -> None:
+        set_field(self, "row", row)
+        set_field(self, "trust", trust)
+        set_field(self, "shared", shared)
+        set_field(self, "hop", hop)
+        set_field(self, "cited", cited)
+        set_field(self, "overlap", overlap)
+        set_field(self, "score", score)
 
     @property
     def tier(self) -> str:
@@ -81,11 +92,9 @@ def _in_window(r: VersionRow, ordinal: int) -> bool:
 
 
 def _trust(r: VersionRow, ordinal: int, half_life_runs: Mapping[str, int]) -> TrustScore:
-    record = Record(id=r.id, kind=r.kind, status=r.status, product=r.product,
-                    anchor=r.anchors[0], title=r.title,
-                    trust=Trust(r.source, r.confirmations, r.contradictions, r.last_confirmed),
-                    valid=Valid(r.valid_from, r.valid_until))
-    return record_trust(record, ordinal=ordinal, half_life_runs=half_life_runs)
+    return version_trust(r.kind, r.source, r.confirmations, r.contradictions,
+                         r.last_confirmed, r.valid_from, ordinal=ordinal,
+                         half_life_runs=half_life_runs)
 
 
 def _withheld_reason(versions: Sequence[VersionRow], product: str, ordinal: int,

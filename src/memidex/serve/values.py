@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from memidex.plain import Frozen, set_field
 from memidex.serve.rank import Ranked
 
 if TYPE_CHECKING:
-    from memidex.records.model import Policy
+    from memidex.records.rule import Policy
 
 __all__ = ["WITHHELD_IDS", "Brief", "BriefRecord"]
 
@@ -17,10 +17,11 @@ WITHHELD_IDS = 100
 """Ids listed per withheld reason (the count is always whole)."""
 
 
-@dataclass(frozen=True, slots=True)
-class BriefRecord:
+class BriefRecord(Frozen):
     """One served record, every string masked."""
 
+    __slots__ = ("id", "kind", "status", "title", "body", "anchors", "ranked", "rank", "shared",
+                 "hop", "tokens")
     id: str
     kind: str
     status: str
@@ -31,7 +32,22 @@ class BriefRecord:
     rank: int
     shared: tuple[str, ...]
     hop: tuple[str, ...]
-    tokens: int = 0
+    tokens: int
+
+    def __init__(self, id: str, kind: str, status: str, title: str, body: str,
+                 anchors: tuple[str, ...], ranked: Ranked, rank: int, shared: tuple[str, ...],
+                 hop: tuple[str, ...], tokens: int = 0) -> None:
+        set_field(self, "id", id)
+        set_field(self, "kind", kind)
+        set_field(self, "status", status)
+        set_field(self, "title", title)
+        set_field(self, "body", body)
+        set_field(self, "anchors", anchors)
+        set_field(self, "ranked", ranked)
+        set_field(self, "rank", rank)
+        set_field(self, "shared", shared)
+        set_field(self, "hop", hop)
+        set_field(self, "tokens", tokens)
 
     @property
     def trust(self) -> float:
@@ -59,11 +75,18 @@ class BriefRecord:
                 "tokens": self.tokens, "reasons": self.reasons()}
 
 
-@dataclass(frozen=True)
-class Brief:
+class Brief(Frozen):
     """A brief: ``to_json`` is ``brief --json``; :func:`memidex.serve.render.markdown`
-    its markdown."""
+    its markdown.
 
+    ``source``: ``team`` (the team index on PostgreSQL) or ``local``
+    (docs/team-index.md); ``commit``: the team index's snapshot commit, or this clone's
+    HEAD (None outside git); ``warning``: why the local index answered although a team
+    index is configured (the JSON's ``notes`` carry it; the markdown does not)."""
+
+    __slots__ = ("test_id", "product", "ordinal", "next_ordinal", "level", "test_anchors",
+                 "hop_anchors", "policies", "records", "withheld", "fence", "budget", "tokens",
+                 "explain", "notes", "source", "commit", "warning")
     test_id: str
     product: str
     ordinal: int
@@ -77,15 +100,36 @@ class Brief:
     fence: str
     budget: int | None
     tokens: int
-    explain: bool = False
-    notes: tuple[str, ...] = field(default=())
-    source: str = "local"
-    """``team`` (the team index on PostgreSQL) or ``local`` (docs/team-index.md)."""
-    commit: str | None = None
-    """The team index's snapshot commit, or this clone's HEAD (None outside git)."""
-    warning: str = ""
-    """Why the local index answered although a team index is configured (the JSON's
-    ``notes`` carry it; the markdown does not)."""
+    explain: bool
+    notes: tuple[str, ...]
+    source: str
+    commit: str | None
+    warning: str
+
+    def __init__(self, test_id: str, product: str, ordinal: int, next_ordinal: int, level: str,
+                 test_anchors: tuple[str, ...], hop_anchors: tuple[str, ...],
+                 policies: tuple[Policy, ...], records: tuple[BriefRecord, ...],
+                 withheld: dict[str, list[str]], fence: str, budget: int | None, tokens: int,
+                 explain: bool = False, notes: tuple[str, ...] = (), source: str = "local",
+                 commit: str | None = None, warning: str = "") -> None:
+        set_field(self, "test_id", test_id)
+        set_field(self, "product", product)
+        set_field(self, "ordinal", ordinal)
+        set_field(self, "next_ordinal", next_ordinal)
+        set_field(self, "level", level)
+        set_field(self, "test_anchors", test_anchors)
+        set_field(self, "hop_anchors", hop_anchors)
+        set_field(self, "policies", policies)
+        set_field(self, "records", records)
+        set_field(self, "withheld", withheld)
+        set_field(self, "fence", fence)
+        set_field(self, "budget", budget)
+        set_field(self, "tokens", tokens)
+        set_field(self, "explain", explain)
+        set_field(self, "notes", notes)
+        set_field(self, "source", source)
+        set_field(self, "commit", commit)
+        set_field(self, "warning", warning)
 
     @property
     def ids(self) -> list[str]:

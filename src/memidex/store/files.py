@@ -12,12 +12,12 @@ from __future__ import annotations
 import os
 import stat as stat_mod
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memidex.config import Config
 from memidex.errors import ConfigError, ConflictError, Problem, RecordError, UnsafePathError
+from memidex.plain import Frozen, Plain, set_field
 from memidex.records.ids import ID_RE
 from memidex.records.vocab import KINDS
 from memidex.store import fsio
@@ -28,41 +28,67 @@ if TYPE_CHECKING:
 __all__ = ["DirScan", "FileStat", "LoadedRecord", "StagedFile", "Store", "check_rel"]
 
 
-@dataclass(frozen=True, slots=True)
-class FileStat:
-    """A record or policy file as the staleness check sees it."""
+class FileStat(Frozen):
+    """A record or policy file as the staleness check sees it (``relpath``: relative to
+    the repository root, '/'-separated)."""
 
-    relpath: str  # relative to the repository root, '/'-separated
+    __slots__ = ("relpath", "size", "mtime_ns", "ino")
+    relpath: str
     size: int
     mtime_ns: int
     ino: int
 
+    def __init__(self, relpath: str, size: int, mtime_ns: int, ino: int) -> None:
+        set_field(self, "relpath", relpath)
+        set_field(self, "size", size)
+        set_field(self, "mtime_ns", mtime_ns)
+        set_field(self, "ino", ino)
 
-@dataclass
-class DirScan:
+
+class DirScan(Plain):
     """What one folder holds right now."""
 
-    rel: str
-    mtime_ns: int = 0
-    missing: bool = False
-    files: list[FileStat] = field(default_factory=list)
-    subdirs: list[str] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)
+    __slots__ = ("rel", "mtime_ns", "missing", "files", "subdirs", "problems")
+
+    def __init__(self, rel: str, mtime_ns: int = 0, missing: bool = False,
+                 files: list[FileStat] | None = None, subdirs: list[str] | None = None,
+                 problems: list[Problem] | None = None) -> None:
+        self.rel = rel
+        self.mtime_ns = mtime_ns
+        self.missing = missing
+        self.files: list[FileStat] = [] if files is None else files
+        self.subdirs: list[str] = [] if subdirs is None else subdirs
+        self.problems: list[Problem] = [] if problems is None else problems
 
 
-@dataclass(frozen=True, slots=True)
-class LoadedRecord:
+class LoadedRecord(Frozen):
+    """A record read from its file: where, what, the file's hash and stat."""
+
+    __slots__ = ("relpath", "record", "sha256", "stat")
     relpath: str
     record: Record
     sha256: str
     stat: FileStat
 
+    def __init__(self, relpath: str, record: Record, sha256: str, stat: FileStat) -> None:
+        set_field(self, "relpath", relpath)
+        set_field(self, "record", record)
+        set_field(self, "sha256", sha256)
+        set_field(self, "stat", stat)
 
-@dataclass(frozen=True, slots=True)
-class StagedFile:
+
+class StagedFile(Frozen):
+    """A file written in ``staging/``, to be installed at ``target``."""
+
+    __slots__ = ("staged", "target", "sha256")
     staged: Path
     target: Path
     sha256: str
+
+    def __init__(self, staged: Path, target: Path, sha256: str) -> None:
+        set_field(self, "staged", staged)
+        set_field(self, "target", target)
+        set_field(self, "sha256", sha256)
 
 
 def _within(path: str, folder: str) -> bool:

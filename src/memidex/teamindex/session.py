@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from memidex.index.query import IndexRow, VersionRow
@@ -229,9 +229,9 @@ class Session:
         if not terms or q.limit <= 0:
             return []
         if q.near:
-            pool = self.search(replace(q, near=(), limit=max(5 * q.limit, NEAR_POOL)))
+            pool = self.search(q.replace(near=(), limit=max(5 * q.limit, NEAR_POOL)))
             for anchor in q.near:
-                pool += self.search(replace(q, near=(), anchors=(*q.anchors, anchor)))
+                pool += self.search(q.replace(near=(), anchors=(*q.anchors, anchor)))
             return rerank_near(pool, q.near, q.limit)
         lexemes = self._lexemes(terms)
         if any(not lx for lx in lexemes):  # a word with no token matches nothing
@@ -268,7 +268,7 @@ class Session:
               int(r[0])) for r in rows),
             key=lambda pair: sort_key(pair[0]))[: q.limit]
         snippets = self._snippets(lexemes, [rowid for _, rowid in ranked])
-        return [replace(hit, snippet=snippets.get(rowid, hit.title)) for hit, rowid in ranked]
+        return [hit.replace(snippet=snippets.get(rowid, hit.title)) for hit, rowid in ranked]
 
     def _snippets(self, lexemes: Sequence[str], rowids: list[int]) -> dict[int, str]:
         """The passage of each shown record (:func:`memidex.teamindex.snippet.snippet`)."""
