@@ -460,12 +460,12 @@ def test_whole_index_answers_are_kept_only_while_no_connection_commits(repo: Pat
         assert first[0]["records"] == 3
         first[0]["records"] = 99  # a caller changing its copy changes nothing kept
 
-        def again() -> dict[str, int]:
+        def again(self: IndexDB) -> dict[str, int]:
             raise AssertionError("counted again with nothing committed")
 
-        db._counts = again  # type: ignore[method-assign]
-        assert db.counts()["records"] == 3  # kept: the index did not change
-        del db._counts
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(IndexDB, "_counts", again)
+            assert db.counts()["records"] == 3  # kept: the index did not change
         # another process writes: a new record file, refreshed by a one-shot command
         write_record(repo, make_record(anchor="el:button:b9", title="Button 9 works"))
         out = subprocess.run([sys.executable, "-m", "memidex", "--root",
