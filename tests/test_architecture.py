@@ -289,8 +289,8 @@ def test_search_imports_neither_typer_nor_rich_nor_the_record_parser(repo: Path)
              "memidex.app.results", "memidex.app.semantic", "memidex.app.notes",
              "memidex.app.history", "shutil", "csv", "memidex.index.build",
              # nor dataclasses itself (~5 ms with inspect, ast, dis, tokenize): its types
-             # are memidex.plain's
-             "dataclasses", "inspect")
+             # are memidex.plain's; nor subprocess (~2 ms): git is spawned directly
+             "dataclasses", "inspect", "subprocess")
     code = ("import sys, runpy; sys.argv = ['memidex', '--root', sys.argv[1], 'knowledge', "
             "'search', 'place order'] + sys.argv[2:]\n"
             "try:\n    runpy.run_module('memidex', run_name='__main__')\n"

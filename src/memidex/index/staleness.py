@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import time
 from typing import Protocol
 
@@ -123,15 +122,15 @@ class Suspects(Plain):
 
 
 def _git(root: str, *args: str) -> str | None:
-    try:
-        out = subprocess.run(["git", "--no-optional-locks", *args], cwd=root,
-                             capture_output=True, check=False, timeout=60,
-                             env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"})
-    except (OSError, subprocess.SubprocessError):
+    """git's stdout, or None when it failed (or took over a minute: it is killed)."""
+    return _finish_text(_start(root, *args))
+
+
+def _finish_text(proc: Git | None) -> str | None:
+    if proc is None:
         return None
-    if out.returncode != 0:
-        return None
-    return out.stdout.decode("utf-8", "surrogateescape")
+    out, _ = proc.communicate(timeout=60)
+    return None if proc.returncode != 0 else out.decode("utf-8", "surrogateescape")
 
 
 def _diff_files(root: str, tops: list[str], generation: str | None = None) -> set[str] | None:
@@ -141,11 +140,7 @@ def _diff_files(root: str, tops: list[str], generation: str | None = None) -> se
         prefetched = None
     if prefetched is None:
         return _names(_git(root, "diff-files", "--name-only", "-z", "--", *tops))
-    proc = prefetched[0]
-    out, _ = proc.communicate(timeout=60)
-    if proc.returncode != 0:
-        return None
-    return _names(out.decode("utf-8", "surrogateescape"))
+    return _finish(prefetched[0])
 
 
 def _names(out: str | None) -> set[str] | None:
@@ -174,9 +169,7 @@ def _index_mtime_and_head(root: str, generation: str | None = None
     out: str | None
     prefetched = take(root, HEAD)
     if prefetched is not None and (generation is None or prefetched[1] == generation):
-        raw, _ = prefetched[0].communicate(timeout=60)
-        out = raw.decode("utf-8", "surrogateescape") if prefetched[0].returncode == 0 \
-            else None
+        out = _finish_text(prefetched[0])
     else:
         if prefetched is not None:
             prefetched[0].communicate()
@@ -219,10 +212,7 @@ def take_snapshot(root: str, tops: list[str], paths: set[str], dirs: list[str]) 
 
 
 def _finish(proc: Git | None) -> set[str] | None:
-    if proc is None:
-        return None
-    out, _ = proc.communicate(timeout=60)
-    return None if proc.returncode != 0 else _names(out.decode("utf-8", "surrogateescape"))
+    return _names(_finish_text(proc))
 
 
 class Watch(Protocol):
