@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from fractions import Fraction
 from typing import TYPE_CHECKING, Literal
 
 from memidex.config.tables import PromotionPolicy
@@ -49,21 +48,23 @@ __all__ = [
     "score",
 ]
 
-SOURCE_FACTOR: Mapping[str, Fraction] = {
-    "human": Fraction(1),
-    "local": Fraction(9, 10),
-    "ci": Fraction(7, 10),
-    "import": Fraction(7, 10),
+SOURCE_FACTOR: Mapping[str, tuple[int, int]] = {
+    "human": (1, 1),
+    "local": (9, 10),
+    "ci": (7, 10),
+    "import": (7, 10),
 }
-"""The ceiling a record's trust can reach, by where it came from."""
+"""The ceiling a record's trust can reach, by where it came from (an exact ratio:
+numerator, denominator)."""
 
-CONFIRMATION_WEIGHT: Mapping[str, Fraction] = {
-    "human": Fraction(1),
-    "local": Fraction(1),
-    "ci": Fraction(1, 2),
-    "import": Fraction(1, 2),
+CONFIRMATION_WEIGHT: Mapping[str, tuple[int, int]] = {
+    "human": (1, 1),
+    "local": (1, 1),
+    "ci": (1, 2),
+    "import": (1, 2),
 }
-"""What one confirmation is worth, by source: a CI (or imported) one counts half."""
+"""What one confirmation is worth, by source: a CI (or imported) one counts half (an exact
+ratio: numerator, denominator)."""
 
 
 class TrustScore(Frozen):
@@ -139,13 +140,12 @@ def score(source: str, confirmations: int, contradictions: int, age: int,
                                 f"(one of {', '.join(SOURCES)})")
     _count("confirmations", confirmations)
     _count("contradictions", contradictions)
-    weight = CONFIRMATION_WEIGHT[source]
-    # e = weight × confirmations; (1 + e) / (2 + e) as one exact ratio, rounded once
-    num = weight.denominator + weight.numerator * confirmations
-    confirmation = _ratio(num, num + weight.denominator)
+    weight, per = CONFIRMATION_WEIGHT[source]
+    # e = weight / per × confirmations; (1 + e) / (2 + e) as one exact ratio, rounded once
+    num = per + weight * confirmations
+    confirmation = _ratio(num, num + per)
     contradiction = _ratio(1, 1 + contradictions)
-    src = SOURCE_FACTOR[source]
-    source_factor = _ratio(src.numerator, src.denominator)
+    source_factor = _ratio(*SOURCE_FACTOR[source])
     age_f = age_factor(age, half_life)
     value = source_factor * confirmation * contradiction * age_f
     return TrustScore(value=value, source=source_factor, confirmation=confirmation,
