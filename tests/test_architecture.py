@@ -305,7 +305,11 @@ def test_search_imports_neither_typer_nor_rich_nor_the_record_parser(repo: Path)
     # a brief reads its test's state without the learning (run evidence, candidates)
     brief = code.replace("'knowledge', 'search', 'place order'", "'brief', 't-1'").replace(
         repr(heavy), repr(("typer", "rich", "memidex.learning.fold", "memidex.evidence",
-                           "memidex.learning.candidates", "memidex.app.results")))
+                           "memidex.learning.candidates", "memidex.app.results",
+                           # nor the record model, dataclasses, subprocess or fractions:
+                           # the brief ranks index rows (~10 ms of imports)
+                           "memidex.records.model", "dataclasses", "subprocess",
+                           "fractions")))
     out = subprocess.run([sys.executable, "-c", brief, str(repo), "--no-record"],
                          capture_output=True, text=True, check=True, env=_unmeasured_env())
     assert "# Brief: test t-1" in out.stdout, out.stdout

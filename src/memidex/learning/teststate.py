@@ -6,31 +6,41 @@ candidates."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+from memidex.plain import Plain
 
 __all__ = ["TestState", "copy_states"]
 
 
-@dataclass
-class TestState:
-    """What the learning remembers about one test of one product."""
+class TestState(Plain):
+    """What the learning remembers about one test of one product.
+
+    ``passed_builds``: newest last, at most 20; ``taught``: fact id -> its main anchor;
+    ``missing``: fact id -> passing runs missed; ``raised``: unknown id -> [its main
+    anchor, passing runs in a row since it was raised]; ``last_cause``: the root cause of
+    its last run's failure (None: it passed); ``recent``: the anchors of its last run
+    (``"anchors"``), what the brief matches on — a test that moved on from an element no
+    longer drags that element's records along."""
 
     __test__ = False  # not a pytest class
+    __slots__ = ("anchors", "last_ordinal", "runs", "passed_builds", "taught", "missing",
+                 "raised", "last_cause", "recent")
 
-    anchors: set[str] = field(default_factory=set)
-    last_ordinal: int = 0
-    runs: int = 0
-    passed_builds: list[str] = field(default_factory=list)  # newest last, at most 20
-    taught: dict[str, str] = field(default_factory=dict)  # fact id -> its main anchor
-    missing: dict[str, int] = field(default_factory=dict)  # fact id -> passing runs missed
-    raised: dict[str, list[Any]] = field(default_factory=dict)
-    """unknown id -> [its main anchor, passing runs in a row since it was raised]"""
-    last_cause: str | None = None
-    """The root cause of its last run's failure (None: it passed)."""
-    recent: dict[str, list[str]] = field(default_factory=dict)
-    """The anchors of its last run (``"anchors"``): what the brief matches on — a test that
-    moved on from an element no longer drags that element's records along."""
+    def __init__(self, anchors: set[str] | None = None, last_ordinal: int = 0, runs: int = 0,
+                 passed_builds: list[str] | None = None, taught: dict[str, str] | None = None,
+                 missing: dict[str, int] | None = None,
+                 raised: dict[str, list[Any]] | None = None, last_cause: str | None = None,
+                 recent: dict[str, list[str]] | None = None) -> None:
+        self.anchors: set[str] = set() if anchors is None else anchors
+        self.last_ordinal = last_ordinal
+        self.runs = runs
+        self.passed_builds: list[str] = [] if passed_builds is None else passed_builds
+        self.taught: dict[str, str] = {} if taught is None else taught
+        self.missing: dict[str, int] = {} if missing is None else missing
+        self.raised: dict[str, list[Any]] = {} if raised is None else raised
+        self.last_cause = last_cause
+        self.recent: dict[str, list[str]] = {} if recent is None else recent
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -22,12 +22,12 @@ once and writes it once.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from memidex.config import Config
 from memidex.errors import StateDamagedError
+from memidex.plain import Frozen, set_field
 from memidex.store.fsio import dump_json
 from memidex.store.state import StateWriter, load_state
 
@@ -47,13 +47,19 @@ def _ordinal(value: Any) -> bool:
         0 <= value <= MAX_ORDINAL
 
 
-@dataclass(frozen=True)
-class ProductCounters:
+class ProductCounters(Frozen):
     """One product's counters."""
 
-    next: int = 1
-    builds: Mapping[str, int] = field(default_factory=dict)
-    pending: Mapping[str, int] = field(default_factory=dict)
+    __slots__ = ("next", "builds", "pending")
+    next: int
+    builds: Mapping[str, int]
+    pending: Mapping[str, int]
+
+    def __init__(self, next: int = 1, builds: Mapping[str, int] | None = None,
+                 pending: Mapping[str, int] | None = None) -> None:
+        set_field(self, "next", next)
+        set_field(self, "builds", {} if builds is None else builds)
+        set_field(self, "pending", {} if pending is None else pending)
 
     @property
     def current(self) -> int:
@@ -71,13 +77,19 @@ class ProductCounters:
         return out
 
 
-@dataclass(frozen=True)
-class Counters:
+class Counters(Frozen):
     """The whole file: every product's counters (and any other key, kept)."""
 
+    __slots__ = ("path", "products", "extra")
     path: Path
-    products: Mapping[str, ProductCounters] = field(default_factory=dict)
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    products: Mapping[str, ProductCounters]
+    extra: Mapping[str, Any]
+
+    def __init__(self, path: Path, products: Mapping[str, ProductCounters] | None = None,
+                 extra: Mapping[str, Any] | None = None) -> None:
+        set_field(self, "path", path)
+        set_field(self, "products", {} if products is None else products)
+        set_field(self, "extra", {} if extra is None else extra)
 
     @classmethod
     def load(cls, config: Config) -> Counters:
@@ -121,7 +133,7 @@ class Counters:
         if build_tag is not None and (build_tag not in builds or builds[build_tag] > n):
             builds[build_tag] = n
         new = ProductCounters(max(pc.next, n + 1), builds, {**pc.pending, run_id: n})
-        return replace(self, products={**self.products, product: new}), n
+        return self.replace(products={**self.products, product: new}), n
 
     def settle(self, product: str, done: set[str]) -> Counters:
         """The counters without the reservations of runs that are frozen (``done``)."""
@@ -129,7 +141,7 @@ class Counters:
         pending = {k: v for k, v in pc.pending.items() if k not in done}
         if pending == dict(pc.pending):
             return self
-        return replace(self, products={**self.products, product: replace(pc, pending=pending)})
+        return self.replace(products={**self.products, product: pc.replace(pending=pending)})
 
     def save(self, writer: StateWriter) -> None:
         data = {**self.extra,

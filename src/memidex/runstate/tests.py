@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from memidex.config import Config
 from memidex.errors import StateDamagedError
 from memidex.learning.teststate import TestState
+from memidex.plain import Frozen, set_field
 from memidex.records.ids import PRODUCT_RE
 from memidex.store.fsio import dump_json, refuse_symlink
 from memidex.store.state import StateWriter, load_state
@@ -35,14 +35,17 @@ def tests_path(config: Config, product: str) -> Path:
     return config.state_path / "runs" / f"tests-{product}.json"
 
 
-@dataclass(frozen=True)
-class TestsState:
+class TestsState(Frozen):
     """The tests file's contents: the last ordinal folded in and each test's state."""
 
     __test__ = False  # not a pytest class
+    __slots__ = ("ordinal", "tests")
+    ordinal: int
+    tests: Mapping[str, TestState]
 
-    ordinal: int = 0
-    tests: Mapping[str, TestState] = field(default_factory=dict)
+    def __init__(self, ordinal: int = 0, tests: Mapping[str, TestState] | None = None) -> None:
+        set_field(self, "ordinal", ordinal)
+        set_field(self, "tests", {} if tests is None else tests)
 
 
 class TestsFile:
@@ -104,17 +107,24 @@ class TestsFile:
         return cached[1]
 
 
-@dataclass(frozen=True)
-class Serving:
+class Serving(Frozen):
     """What a brief reads from the tests' states: each test's anchors, the facts its last
     passing run no longer reached — or its last failing run, when it failed for a cause of
     the app's or the test's (``not_reached``), and the procedures of tests whose
     last run failed for a cause that is neither flaky nor environmental
     (``failing``, by the procedure's ``test:`` anchor)."""
 
-    anchors: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    not_reached: frozenset[str] = frozenset()
-    failing: frozenset[str] = frozenset()
+    __slots__ = ("anchors", "not_reached", "failing")
+    anchors: Mapping[str, tuple[str, ...]]
+    not_reached: frozenset[str]
+    failing: frozenset[str]
+
+    def __init__(self, anchors: Mapping[str, tuple[str, ...]] | None = None,
+                 not_reached: frozenset[str] = frozenset(),
+                 failing: frozenset[str] = frozenset()) -> None:
+        set_field(self, "anchors", {} if anchors is None else anchors)
+        set_field(self, "not_reached", not_reached)
+        set_field(self, "failing", failing)
 
 
 def _serving(tests: Mapping[str, TestState]) -> Serving:
