@@ -136,3 +136,39 @@ def test_a_real_search_starts_git_before_importing_the_rest(repo: Path) -> None:
     lines = out.stdout.splitlines()
     assert lines[:2] == ["AT  diff-files", "AT  rev-parse"], out.stdout
     assert "Place order is disabled" in out.stdout
+
+
+@pytest.mark.parametrize("command", [["knowledge", "search", "x", "--json"],
+                                     ["brief", "t-1", "--no-record"], ["doctor", "--json"]])
+def test_a_fifo_for_memidex_toml_never_hangs_a_command(tmp_path: Path,
+                                                       command: list[str]) -> None:
+    # the warm client's look for state_dir and the early guess of the folders read
+    # memidex.toml before anything else: a FIFO there is no configuration (as
+    # load_config treats it), never a read that waits for a writer
+    root = tmp_path / "repo"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    os.mkfifo(root / "memidex.toml")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMIDEX_")}
+    out = subprocess.run([sys.executable, "-m", "memidex", *command], cwd=root, env=env,
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode in (0, 1, 2, 3, 4), out.stderr
+    assert "Traceback" not in out.stderr
+    assert prefetch.tops_of(str(root)) == ["agent-qa-knowledge/memory/records", "policies"]
+
+
+def test_memidex_toml_is_peeked_only_when_it_is_a_regular_file(tmp_path: Path) -> None:
+    from memidex.store.peek import regular_bytes
+    from memidex.warm.client import state_folder
+
+    (tmp_path / "memidex.toml").mkdir()
+    assert regular_bytes(str(tmp_path / "memidex.toml"), 100) is None
+    assert state_folder(str(tmp_path)) == str(tmp_path / ".agent-qa")
+    (tmp_path / "memidex.toml").rmdir()
+    (tmp_path / "memidex.toml").symlink_to("/dev/zero")
+    assert regular_bytes(str(tmp_path / "memidex.toml"), 100) is None
+    (tmp_path / "memidex.toml").unlink()
+    (tmp_path / "memidex.toml").write_text('state_dir = ".st"\n', encoding="utf-8")
+    assert state_folder(str(tmp_path)) == str(tmp_path / ".st")
+    assert regular_bytes(str(tmp_path / "memidex.toml"), 5) == b"state"
+    assert regular_bytes(str(tmp_path / "absent.toml"), 5) is None

@@ -136,12 +136,10 @@ def tops_of(root: str) -> list[str] | None:
     """The root-relative records and policies folders (``knowledge_dir/records``,
     ``policies_dir``) as the configuration will resolve them, when that is plain to see:
     the defaults, or plain relative folders set in ``memidex.toml``; else None."""
+    from memidex.store.peek import regular_bytes
+
     values = {"knowledge_dir": "agent-qa-knowledge/memory", "policies_dir": "policies"}
-    try:
-        with open(os.path.join(root, "memidex.toml"), "rb") as f:
-            data = f.read(1 << 20)
-    except OSError:
-        data = b""
+    data = regular_bytes(os.path.join(root, "memidex.toml"), 1 << 20) or b""
     if any(line.lstrip().startswith((b"knowledge_dir", b"policies_dir"))
            for line in data.splitlines()):
         import tomllib

@@ -99,12 +99,10 @@ def find_root(given: str | None) -> str | None:
 def state_folder(root: str) -> str:
     """The state folder (``state_dir`` of memidex.toml, default ``.agent-qa``); TOML is
     parsed only when the file names ``state_dir``."""
+    from memidex.store.peek import regular_bytes
+
     state = ".agent-qa"
-    try:
-        with open(os.path.join(root, "memidex.toml"), "rb") as f:
-            data = f.read(1 << 20)
-    except OSError:
-        data = b""
+    data = regular_bytes(os.path.join(root, "memidex.toml"), 1 << 20) or b""
     if any(line.lstrip().startswith(b"state_dir") for line in data.splitlines()):
         import tomllib
 

@@ -1,0 +1,41 @@
+"""A first look at a small file before anything else is imported: its bytes when it is a
+regular file, never a wait.
+
+The CLI reads ``memidex.toml`` before it imports the configuration (the warm client for
+``state_dir``, the early git call for the folders). ``open()`` of a FIFO waits for a
+writer, forever; a device can be read without end. So the file is opened without
+blocking and read only when it is a regular file (a symlink to one included) — what
+:func:`memidex.config.load_config` takes for a configuration file too (``is_file``).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+__all__ = ["regular_bytes"]
+
+
+def regular_bytes(path: str, limit: int) -> bytes | None:
+    """The first ``limit`` bytes of ``path`` when it is a regular file; None when it is
+    missing, unreadable, a folder, a FIFO, a socket or a device."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks: list[bytes] = []
+        left = limit
+        while left > 0:
+            chunk = os.read(fd, left)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
