@@ -215,9 +215,7 @@ def ingest_job(session: WriterSession, job: Mapping[str, Any], *, config: Config
     n = frozen.ordinal
     source = StoreSource(store)
     newer = _build_order(runs, run, counters.product(run.product).builds)
-    from memidex.app.semantic import duplicate_check
-
-    duplicate = duplicate_check(config, masker)
+    duplicate = _duplicate_check(config, masker)
 
     def plan() -> IngestPlan:
         return plan_run(run, n, frozen.analysis, tests.tests, source, config.learning,
@@ -309,6 +307,25 @@ def _build_order(runs: RunStore, run: Run, builds: Mapping[str, int]
         return best[1] if best is not None else None
 
     return newer
+
+
+def _duplicate_check(config: Config, masker: Masker) -> Callable[[Any], str | None] | None:
+    """:func:`memidex.app.semantic.duplicate_check`, after a look at the model cache
+    folder: with no model folder in it (the common case) there is no check, and neither
+    the search nor the vectors code is imported (milliseconds of a one-shot ingest). The
+    same answer that function gives then: no folder, an unreadable one or a file there."""
+    import os
+
+    folder = os.path.expanduser(config.model_cache_dir)
+    try:
+        names = os.listdir(folder if os.path.isabs(folder) else config.root / folder)
+    except OSError:
+        return None
+    if not any(not name.startswith(".") for name in names):
+        return None
+    from memidex.app.semantic import duplicate_check
+
+    return duplicate_check(config, masker)
 
 
 def _run_of(value: Any) -> Run:

@@ -13,7 +13,6 @@ import contextlib
 import errno
 import fcntl
 import os
-import secrets
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -407,7 +406,7 @@ class Authority:
         if evidence:
             seed += 1  # above every epoch that may have been granted and not yet copied
         stamp = time.strftime("%Y%m%dT%H%M%S")
-        tmp = self.folder / f"{AUTHORITY_FILE}.new-{secrets.token_hex(4)}"
+        tmp = self.folder / f"{AUTHORITY_FILE}.new-{os.urandom(4).hex()}"
         try:
             conn = sqlite3.connect(tmp, isolation_level=None)
             try:
@@ -426,7 +425,7 @@ class Authority:
             with self._old_write_lock():
                 if existed:
                     aside = self.folder / (f"{AUTHORITY_FILE}.damaged-{stamp}-"
-                                           f"{secrets.token_hex(3)}")
+                                           f"{os.urandom(3).hex()}")
                     swap_into_place(self.db, aside)
                 for suffix in ("-wal", "-shm", "-journal"):
                     # Never leave an old -wal beside a recreated file: it would be replayed.

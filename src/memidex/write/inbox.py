@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -209,7 +208,7 @@ class Queue:
         """Queue one job (atomically); returns its id. ``local``: what the job's handler
         gets when this very process applies it (see :data:`_HANDED`)."""
         self.dir.mkdir(parents=True, exist_ok=True)
-        item_id = f"{time.time_ns():020d}-{os.getpid()}-{secrets.token_hex(4)}"
+        item_id = f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(4).hex()}"
         data = {"version": 2, "id": item_id, "kind": kind, "command": command,
                 "submitter": os.getpid(), "created": round(time.time(), 3),
                 "payload": dict(payload)}

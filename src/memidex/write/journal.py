@@ -26,7 +26,6 @@ import contextlib
 import hashlib
 import json
 import os
-import secrets
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -136,7 +135,7 @@ class Journal:
               ordinal: int | None = None, rollback_of: Sequence[str] = ()) -> ChangeSet:
         """Write the change set durably before any of it runs."""
         self.dir.mkdir(parents=True, exist_ok=True)
-        cs_id = f"{time.time_ns():020d}-{os.getpid()}-{secrets.token_hex(4)}"
+        cs_id = f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(4).hex()}"
         cs = ChangeSet(cs_id, command, owner, tuple(ops), step, round(time.time(), 3),
                        run_id=run_id, ordinal=ordinal, rollback_of=tuple(rollback_of))
         atomic_write(self.dir / f"{cs_id}.json", dump_json(cs.as_dict()))

@@ -7,7 +7,6 @@ the daemon's inbox (is the daemon alive?).
 from __future__ import annotations
 
 import os
-import socket
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -40,6 +39,11 @@ def kernel_clock() -> float | None:
 
 @cache
 def host_name() -> str:
+    # uname's nodename is what gethostname(2) returns on Linux (without importing socket)
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    import socket
+
     return socket.gethostname()
 
 
