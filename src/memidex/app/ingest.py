@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memidex.config import Config
@@ -70,9 +70,11 @@ def digest_of(run: Run) -> str:
 
 @dataclass(frozen=True)
 class StoreSource:
-    """The records the planner reads: the files of the knowledge folder."""
+    """The records the planner reads: the files of the knowledge folder. ``seen``: the
+    bytes read, by content hash, for the writer (:attr:`Write.data`)."""
 
     store: Store
+    seen: dict[str, bytes] = field(default_factory=dict)
 
     def read(self, kind: str, rid: str) -> Stored:
         from memidex.records.codec import content_hash, parse_record_bytes, recall
@@ -83,6 +85,7 @@ class StoreSource:
         except FileNotFoundError:
             return Stored()
         sha = content_hash(data)
+        self.seen[sha] = data
         known = recall(sha)  # bytes this process wrote or parsed (a daemon's last ingest)
         if known is not None:
             return Stored(known, sha)
@@ -241,7 +244,8 @@ def ingest_job(session: WriterSession, job: Mapping[str, Any], *, config: Config
             queue.save(p, state)
         from memidex.write.writer import Write
 
-        writes = [Write(d.record, d.expected, d.before, text)
+        writes = [Write(d.record, d.expected, d.before, text,
+                        source.seen.get(d.expected) if isinstance(d.expected, str) else None)
                   for d, text in zip(the_plan.decisions, the_plan.texts, strict=True)
                   if d.record is not None]
         if writes:

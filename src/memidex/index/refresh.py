@@ -195,11 +195,12 @@ def _landed_changes(store: Store, db: IndexDB) -> Changes | None:
     out = Changes(method="git")
     for path in sorted(paths):
         fs = store.stat_file(path)
-        stored = _stored_one(db.conn, path)
         if fs is None:
-            out.deleted.extend(stored)
-        else:  # hashed: a file just written is too recent for its stat to be trusted
-            _compare(store, stored, [fs], 0, store.policies_rel, out, always_hash=True)
+            out.deleted.extend(_stored_one(db.conn, path))
+        else:  # just written: reloaded, unread and unhashed here (its rows are a pure
+            # function of the bytes file_rows reads; reloading is never wrong)
+            policy = path.startswith(store.policies_rel + "/")
+            (out.policies if policy else out.records).append(fs)
     out.deleted.sort()
     out.snapshot = replace(snap, named=sorted(set(snap.named) | paths))
     return out

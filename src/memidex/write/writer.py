@@ -83,6 +83,11 @@ class Write:
     text: str | None = None
     """``dump_record(record)``, when the caller encoded the record already (optional):
     the writer then does not encode it again."""
+    data: bytes | None = None
+    """The bytes whose content hash ``expected`` is, when the caller read them (optional):
+    the writer then plans from them instead of reading the file again; the file is
+    checked against ``expected`` inside the fence all the same (a file changed meanwhile
+    is a ConflictError and nothing of the change set is installed)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,10 +271,15 @@ class WriterSession:
             target = store.record_path(change.record.kind, change.record.id)
             relpath = store.rel(target)
             data = change.text if change.text is not None else dump_record(change.record)
-            try:
-                current: bytes | None = target.read_bytes()
-            except FileNotFoundError:
-                current = None
+            current: bytes | None
+            if change.data is not None and isinstance(change.expected, str) and \
+                    content_hash(change.data) == change.expected:
+                current = change.data  # read by the caller a moment ago, under this lease
+            else:
+                try:
+                    current = target.read_bytes()
+                except FileNotFoundError:
+                    current = None
             before = content_hash(current) if current is not None else None
             # The expected-hash check comes first: a record computed from a stale read
             # (another writer changed the file since) is a conflict, even when it happens
