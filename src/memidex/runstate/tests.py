@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from memidex.config import Config
@@ -26,6 +25,8 @@ from memidex.store.state import StateWriter, load_state
 
 __all__ = ["TestsFile", "TestsState", "tests_path"]
 
+_set = object.__setattr__  # a frozen value's fields, set once in __init__
+
 VERSION = 1
 
 
@@ -35,14 +36,39 @@ def tests_path(config: Config, product: str) -> Path:
     return config.state_path / "runs" / f"tests-{product}.json"
 
 
-@dataclass(frozen=True)
 class TestsState:
     """The tests file's contents: the last ordinal folded in and each test's state."""
 
     __test__ = False  # not a pytest class
 
-    ordinal: int = 0
-    tests: Mapping[str, TestState] = field(default_factory=dict)
+    ordinal: int
+    tests: Mapping[str, TestState]
+
+    __slots__ = ("ordinal", "tests")
+
+    def __init__(self, ordinal: int = 0, tests: Mapping[str, TestState] | None = None) -> None:
+        _set(self, "ordinal", ordinal)
+        _set(self, "tests", tests if tests is not None else dict())
+
+    def __repr__(self) -> str:
+        return (f"TestsState(ordinal={self.ordinal!r}, tests={self.tests!r})")
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.ordinal, self.tests)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TestsState) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
 
 
 class TestsFile:
@@ -104,7 +130,6 @@ class TestsFile:
         return cached[1]
 
 
-@dataclass(frozen=True)
 class Serving:
     """What a brief reads from the tests' states: each test's anchors, the facts its last
     passing run no longer reached — or its last failing run, when it failed for a cause of
@@ -112,9 +137,39 @@ class Serving:
     last run failed for a cause that is neither flaky nor environmental
     (``failing``, by the procedure's ``test:`` anchor)."""
 
-    anchors: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    not_reached: frozenset[str] = frozenset()
-    failing: frozenset[str] = frozenset()
+    anchors: Mapping[str, tuple[str, ...]]
+    not_reached: frozenset[str]
+    failing: frozenset[str]
+
+    __slots__ = ("anchors", "not_reached", "failing")
+
+    def __init__(self, anchors: Mapping[str, tuple[str, ...]] | None = None,
+                 not_reached: frozenset[str] = frozenset(),
+                 failing: frozenset[str] = frozenset()) -> None:
+        _set(self, "anchors", anchors if anchors is not None else dict())
+        _set(self, "not_reached", not_reached)
+        _set(self, "failing", failing)
+
+    def __repr__(self) -> str:
+        return (f"Serving(anchors={self.anchors!r}, not_reached={self.not_reached!r}, "
+                f"failing={self.failing!r})")
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.anchors, self.not_reached, self.failing)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Serving) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
 
 
 def _serving(tests: Mapping[str, TestState]) -> Serving:
