@@ -16,7 +16,7 @@ marker's content is also the *generation* of the visible state: a reader compare
 tell whether a change set landed since it last looked (the staleness prefetch does).
 
 Both sides are ``fcntl.flock`` directly: importing ``filelock`` costs ~10-40 ms, more
-than a whole ``knowledge search`` on an up-to-date index (or a tenth of a one-shot
+than a whole ``knowledge search`` on an up-to-date index (and a few per cent of a one-shot
 ingest); ``fcntl`` costs ~0.3 ms. The lock file is never deleted, so two holders can
 never lock two different inodes; readers and the writer take ``flock`` on the same file,
 so they exclude each other. A reader never waits long: a writer paused (SIGSTOP) while
