@@ -246,3 +246,27 @@ def test_no_search_or_vectors_import_without_a_model(scratch: Path, cache: str) 
     assert got["semantic"] == got["vectors"] == (cache == "model")
     assert not got["filelock"]  # the lock of every write is fcntl's
     assert len(list((root / "agent-qa-knowledge/memory/records").rglob("*.md"))) > 0
+
+
+def test_the_run_digest_is_the_hash_of_the_whole_runs_canonical_json() -> None:
+    """digest_of hashes test by test: the very bytes of one dump of the whole run (a run
+    ingested before keeps its digest, so the same run again stays a no-op)."""
+    import hashlib
+
+    from memidex.app.ingest import digest_of
+    from memidex.evidence import build_run, validate_run
+    from memidex.store.fsio import dump_json
+
+    data = _run("r-digest", tests=4)
+    tests = data["tests"]
+    assert isinstance(tests, list)
+    tests[1].update(verdict="fail", title="Checkout — ünïcode",
+                    failure={"message": "expected 'Place order'", "hint": None, "step": 0},
+                    attempts=[{"status": "fail", "error": "boom", "duration_ms": 3}])
+    assert validate_run(data) == []
+    run = build_run(data)
+    whole = "sha256:" + hashlib.sha256(dump_json(run.as_dict())).hexdigest()
+    assert digest_of(run) == whole
+    empty = build_run({**data, "tests": []})
+    assert digest_of(empty) == "sha256:" + hashlib.sha256(
+        dump_json(empty.as_dict())).hexdigest()
