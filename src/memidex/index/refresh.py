@@ -224,13 +224,16 @@ def _scan_problems_differ(conn: sqlite3.Connection, problems: list[Problem]) -> 
     return sorted(rows) != sorted((p.path, p.line, p.reason) for p in problems)
 
 
-def _delete_path(conn: sqlite3.Connection, path: str) -> int:
-    """Remove every row a file contributed; returns its fingerprint share (0 if none)."""
+def _delete_path(conn: sqlite3.Connection, path: str, found: set[str] | None = None) -> int:
+    """Remove every row a file contributed; returns its fingerprint share (0 if none).
+    ``found``: gets ``path`` when the file had rows (it was in the index)."""
     row = conn.execute("SELECT sha256, record_rowid FROM files WHERE path = ?",
                        (path,)).fetchone()
     if row is None:
         conn.execute("DELETE FROM problems WHERE path = ?", (path,))
         return 0
+    if found is not None:
+        found.add(path)
     sha, rowid = row
     if rowid is not None:
         rec = conn.execute("SELECT title, body, anchors FROM records WHERE rowid = ?",
@@ -298,14 +301,13 @@ def refresh(store: Store, db: IndexDB) -> RefreshReport:
         insert_batch,
     )
 
-    stored_paths = {p for fs in (*changes.records, *changes.policies)
-                    for p in _stored_one(conn, fs.relpath)}
+    stored_paths: set[str] = set()  # the changed files the index had (the others: added)
     with db.begin_write():
         fp = int(db.meta().get("fingerprint", "0"), 16)
         for path in changes.deleted:
             fp ^= _delete_path(conn, path)
         for fs in (*changes.records, *changes.policies):
-            fp ^= _delete_path(conn, fs.relpath)
+            fp ^= _delete_path(conn, fs.relpath, stored_paths)
         if changes.problems is not None:
             conn.execute("DELETE FROM problems WHERE line = 0 AND path NOT IN "
                          "(SELECT path FROM files)")
