@@ -258,9 +258,10 @@ def ingest_job(session: WriterSession, job: Mapping[str, Any], *, config: Config
             if not session.recovery.replayed:  # what this change set wrote is all there is
                 from memidex.index.refresh import landed as refresh_from
 
-                refresh_from(store, [
-                    store.rel(store.record_path(w.record.kind, w.record.id))
-                    for w, did in zip(writes, wrote, strict=True) if did])
+                rels = {store.rel(store.record_path(w.record.kind, w.record.id)): w.text
+                        for w, did in zip(writes, wrote, strict=True) if did}
+                refresh_from(store, rels, {rel: text.encode("utf-8")
+                                           for rel, text in rels.items() if text is not None})
     if the_plan is not None and tests.ordinal < n:
         tests_file.save(state, the_plan.tests, ordinal=n)
     elif resumed and tests.ordinal > n:  # a later run was folded while this one waited

@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 from memidex.errors import Problem
@@ -152,17 +152,24 @@ def detect_changes(store: Store, db: IndexDB, *, generation: str | None = None) 
 
 
 _LANDED: dict[str, set[str]] = {}
+_WROTE: dict[str, dict[str, bytes]] = {}  # root -> path -> the bytes written there
+_GIVEN: dict[str, dict[str, bytes]] = {}  # what _landed_changes hands to refresh
 _FED: set[str] = set()
 
 
-def landed(store: Store, paths: Iterable[str]) -> None:
+def landed(store: Store, paths: Iterable[str],
+           data: Mapping[str, bytes] | None = None) -> None:
     """Note that this process just wrote the record files ``paths`` (root-relative) of
     ``store`` through one change set (an ingest's), for the refresh that follows it —
     only inside a :func:`fed_by_landed` block: a change set applied for someone else (a
-    daemon's inbox item from another process) leaves nothing behind."""
+    daemon's inbox item from another process) leaves nothing behind. ``data``: the bytes
+    written (by path): the refresh builds those files' rows from them instead of reading
+    the files back, when the file's size is theirs — the paths stay *named*, so the next
+    look hashes what is on disk whatever happened to it meanwhile."""
     root = str(store.root)
     if root in _FED:
         _LANDED.setdefault(root, set()).update(paths)
+        _WROTE.setdefault(root, {}).update(data or {})
 
 
 @contextlib.contextmanager
@@ -179,6 +186,8 @@ def fed_by_landed(store: Store) -> Iterator[None]:
     finally:
         _FED.discard(root)
         _LANDED.pop(root, None)
+        _WROTE.pop(root, None)
+        _GIVEN.pop(root, None)
 
 
 def _landed_changes(store: Store, db: IndexDB) -> Changes | None:
@@ -203,6 +212,7 @@ def _landed_changes(store: Store, db: IndexDB) -> Changes | None:
             (out.policies if policy else out.records).append(fs)
     out.deleted.sort()
     out.snapshot = replace(snap, named=sorted(set(snap.named) | paths))
+    _GIVEN[root] = _WROTE.pop(root, {})
     return out
 
 
@@ -271,10 +281,16 @@ def refresh(store: Store, db: IndexDB) -> RefreshReport:
     with visibility.shared(store.knowledge) as vis:
         changes = _landed_changes(store, db) or detect_changes(
             store, db, generation=vis.generation)
+        given = _GIVEN.pop(str(store.root), {})  # bytes an ingest wrote a moment ago
         if not changes.empty:
             from memidex.index.build import file_rows, policy_rows
+            from memidex.index.rows import masker_of, rows_of
 
-            record_rows = [file_rows(store, fs) for fs in changes.records]
+            masker = masker_of(store)
+            record_rows = [
+                rows_of(fs.relpath, data, fs.mtime_ns, fs.ino, masker)
+                if (data := given.get(fs.relpath)) is not None and len(data) == fs.size
+                else file_rows(store, fs) for fs in changes.records]
             frows, prows, pproblems = policy_rows(store, changes.policies)
     report = RefreshReport(method=changes.method, interrupted=vis.interrupted)
     conn = db.conn
