@@ -207,7 +207,8 @@ def _landed_changes(store: Store, db: IndexDB) -> Changes | None:
         if fs is None:
             out.deleted.extend(_stored_one(db.conn, path))
         else:  # just written: reloaded, unread and unhashed here (its rows are a pure
-            # function of the bytes file_rows reads; reloading is never wrong)
+            # function of its bytes: the ones written, or read back; reloading is never
+            # wrong)
             policy = path.startswith(store.policies_rel + "/")
             (out.policies if policy else out.records).append(fs)
     out.deleted.sort()
