@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memidex.config import Config
@@ -61,32 +60,40 @@ def digest_of(run: Run) -> str:
         return "sha256:" + hashlib.sha256(dump_json(run.as_dict())).hexdigest()
     h.update(head[: -len(b"]}\n")])
     for i, test in enumerate(run.tests):
-        one = replace(run, tests=(test,)).as_dict()["tests"][0]
+        one = test.as_dict()  # as Run.as_dict writes it
         h.update((", " if i else "").encode() + json.dumps(
             one, ensure_ascii=False, sort_keys=True).encode("utf-8"))
     h.update(b"]}\n")
     return "sha256:" + h.hexdigest()
 
 
-@dataclass(frozen=True)
 class StoreSource:
-    """The records the planner reads: the files of the knowledge folder."""
+    """The records the planner reads: the files of the knowledge folder. ``seen``: the
+    bytes read, by content hash, for the writer (:attr:`Write.data`). (A plain class: a
+    dataclass costs a one-shot ingest a fraction of a millisecond to define.)"""
 
-    store: Store
+    __slots__ = ("_records_rel", "seen", "store")
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.seen: dict[str, bytes] = {}
+        self._records_rel = store.records_rel
 
     def read(self, kind: str, rid: str) -> Stored:
         from memidex.records.codec import content_hash, parse_record_bytes, recall
 
-        path = self.store.record_path(kind, rid)
+        path = self.store.record_path(kind, rid)  # refuses a kind or id that could escape
         try:
-            data = path.read_bytes()
+            with open(path, "rb") as f:
+                data = f.read()
         except FileNotFoundError:
             return Stored()
         sha = content_hash(data)
+        self.seen[sha] = data
         known = recall(sha)  # bytes this process wrote or parsed (a daemon's last ingest)
         if known is not None:
             return Stored(known, sha)
-        rel = self.store.rel(path)
+        rel = f"{self._records_rel}/{kind}/{rid}.md"  # store.rel(path), without pathlib
         try:
             return Stored(parse_record_bytes(data, rel), sha)
         except RecordError as exc:
@@ -215,9 +222,7 @@ def ingest_job(session: WriterSession, job: Mapping[str, Any], *, config: Config
     n = frozen.ordinal
     source = StoreSource(store)
     newer = _build_order(runs, run, counters.product(run.product).builds)
-    from memidex.app.semantic import duplicate_check
-
-    duplicate = duplicate_check(config, masker)
+    duplicate = _duplicate_check(config, masker)
 
     def plan() -> IngestPlan:
         return plan_run(run, n, frozen.analysis, tests.tests, source, config.learning,
@@ -243,7 +248,8 @@ def ingest_job(session: WriterSession, job: Mapping[str, Any], *, config: Config
             queue.save(p, state)
         from memidex.write.writer import Write
 
-        writes = [Write(d.record, d.expected, d.before, text)
+        writes = [Write(d.record, d.expected, d.before, text,
+                        source.seen.get(d.expected) if isinstance(d.expected, str) else None)
                   for d, text in zip(the_plan.decisions, the_plan.texts, strict=True)
                   if d.record is not None]
         if writes:
@@ -252,9 +258,10 @@ def ingest_job(session: WriterSession, job: Mapping[str, Any], *, config: Config
             if not session.recovery.replayed:  # what this change set wrote is all there is
                 from memidex.index.refresh import landed as refresh_from
 
-                refresh_from(store, [
-                    store.rel(store.record_path(w.record.kind, w.record.id))
-                    for w, did in zip(writes, wrote, strict=True) if did])
+                rels = {store.rel(store.record_path(w.record.kind, w.record.id)): w.text
+                        for w, did in zip(writes, wrote, strict=True) if did}
+                refresh_from(store, rels, {rel: text.encode("utf-8")
+                                           for rel, text in rels.items() if text is not None})
     if the_plan is not None and tests.ordinal < n:
         tests_file.save(state, the_plan.tests, ordinal=n)
     elif resumed and tests.ordinal > n:  # a later run was folded while this one waited
@@ -309,6 +316,25 @@ def _build_order(runs: RunStore, run: Run, builds: Mapping[str, int]
         return best[1] if best is not None else None
 
     return newer
+
+
+def _duplicate_check(config: Config, masker: Masker) -> Callable[[Any], str | None] | None:
+    """:func:`memidex.app.semantic.duplicate_check`, after a look at the model cache
+    folder: with no model folder in it (the common case) there is no check, and neither
+    the search nor the vectors code is imported (milliseconds of a one-shot ingest). The
+    same answer that function gives then: no folder, an unreadable one or a file there."""
+    import os
+
+    folder = os.path.expanduser(config.model_cache_dir)
+    try:
+        names = os.listdir(folder if os.path.isabs(folder) else config.root / folder)
+    except OSError:
+        return None
+    if not any(not name.startswith(".") for name in names):
+        return None
+    from memidex.app.semantic import duplicate_check
+
+    return duplicate_check(config, masker)
 
 
 def _run_of(value: Any) -> Run:

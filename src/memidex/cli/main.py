@@ -235,4 +235,8 @@ def _json_error(json_out: bool, code: str, message: str, hint: str, exit_code: i
 
 
 def run() -> None:
-    sys.exit(main())
+    code = main()
+    import gc
+
+    gc.freeze()  # the process ends now: its last collection need not visit every object
+    sys.exit(code)

@@ -14,7 +14,6 @@ import importlib
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -32,18 +31,45 @@ from memidex.records.ids import ANCHOR_RE, PRODUCT_RE
 __all__ = ["RunEvidenceError", "Violation", "artifact_problem", "conforms",
            "reference_violations", "validate_run"]
 
+_set = object.__setattr__  # a frozen value's fields, set once in __init__
+
 _ARTIFACT_RE = re.compile(ARTIFACT_PATTERN[1:-1])
 _RUN_ID_RE = re.compile(RUN_ID_PATTERN[1:-1])
 _BUILD_TAG_RE = re.compile(BUILD_TAG_PATTERN[1:-1])
 _TEST_ID_RE = re.compile(TEST_ID_PATTERN[1:-1])
 
 
-@dataclass(frozen=True, slots=True)
 class Violation:
     """One place where a run file breaks the format: its JSON path and a reason."""
 
     path: str
     reason: str
+
+    __slots__ = ("path", "reason")
+
+    def __init__(self, path: str, reason: str) -> None:
+        _set(self, "path", path)
+        _set(self, "reason", reason)
+
+    def __repr__(self) -> str:
+        return (f"Violation(path={self.path!r}, reason={self.reason!r})")
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.path, self.reason)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Violation) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
 
     def __str__(self) -> str:
         return f"{self.path}: {self.reason}"

@@ -73,6 +73,10 @@ class TestResult:
     def passed(self) -> bool:
         return self.verdict == "pass"
 
+    def as_dict(self) -> dict[str, Any]:
+        """The test as :meth:`Run.as_dict` writes it."""
+        return _test_dict(self)
+
 
 @dataclass(frozen=True, slots=True)
 class Run:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
 from memidex.errors import Problem
 from memidex.index import staleness
@@ -164,17 +164,24 @@ def detect_changes(store: Store, db: IndexDB, *, generation: str | None = None) 
 
 
 _LANDED: dict[str, set[str]] = {}
+_WROTE: dict[str, dict[str, bytes]] = {}  # root -> path -> the bytes written there
+_GIVEN: dict[str, dict[str, bytes]] = {}  # what _landed_changes hands to refresh
 _FED: set[str] = set()
 
 
-def landed(store: Store, paths: Iterable[str]) -> None:
+def landed(store: Store, paths: Iterable[str],
+           data: Mapping[str, bytes] | None = None) -> None:
     """Note that this process just wrote the record files ``paths`` (root-relative) of
     ``store`` through one change set (an ingest's), for the refresh that follows it —
     only inside a :func:`fed_by_landed` block: a change set applied for someone else (a
-    daemon's inbox item from another process) leaves nothing behind."""
+    daemon's inbox item from another process) leaves nothing behind. ``data``: the bytes
+    written (by path): the refresh builds those files' rows from them instead of reading
+    the files back, when the file's size is theirs — the paths stay *named*, so the next
+    look hashes what is on disk whatever happened to it meanwhile."""
     root = str(store.root)
     if root in _FED:
         _LANDED.setdefault(root, set()).update(paths)
+        _WROTE.setdefault(root, {}).update(data or {})
 
 
 @contextlib.contextmanager
@@ -191,6 +198,8 @@ def fed_by_landed(store: Store) -> Iterator[None]:
     finally:
         _FED.discard(root)
         _LANDED.pop(root, None)
+        _WROTE.pop(root, None)
+        _GIVEN.pop(root, None)
 
 
 def _landed_changes(store: Store, db: IndexDB) -> Changes | None:
@@ -207,13 +216,16 @@ def _landed_changes(store: Store, db: IndexDB) -> Changes | None:
     out = Changes(method="git")
     for path in sorted(paths):
         fs = store.stat_file(path)
-        stored = _stored_one(db.conn, path)
         if fs is None:
-            out.deleted.extend(stored)
-        else:  # hashed: a file just written is too recent for its stat to be trusted
-            _compare(store, stored, [fs], 0, store.policies_rel, out, always_hash=True)
+            out.deleted.extend(_stored_one(db.conn, path))
+        else:  # just written: reloaded, unread and unhashed here (its rows are a pure
+            # function of its bytes: the ones written, or read back; reloading is never
+            # wrong)
+            policy = path.startswith(store.policies_rel + "/")
+            (out.policies if policy else out.records).append(fs)
     out.deleted.sort()
     out.snapshot = snap.replace(named=sorted(set(snap.named) | paths))
+    _GIVEN[root] = _WROTE.pop(root, {})
     return out
 
 
@@ -235,13 +247,16 @@ def _scan_problems_differ(conn: sqlite3.Connection, problems: list[Problem]) -> 
     return sorted(rows) != sorted((p.path, p.line, p.reason) for p in problems)
 
 
-def _delete_path(conn: sqlite3.Connection, path: str) -> int:
-    """Remove every row a file contributed; returns its fingerprint share (0 if none)."""
+def _delete_path(conn: sqlite3.Connection, path: str, found: set[str] | None = None) -> int:
+    """Remove every row a file contributed; returns its fingerprint share (0 if none).
+    ``found``: gets ``path`` when the file had rows (it was in the index)."""
     row = conn.execute("SELECT sha256, record_rowid FROM files WHERE path = ?",
                        (path,)).fetchone()
     if row is None:
         conn.execute("DELETE FROM problems WHERE path = ?", (path,))
         return 0
+    if found is not None:
+        found.add(path)
     sha, rowid = row
     if rowid is not None:
         rec = conn.execute("SELECT title, body, anchors FROM records WHERE rowid = ?",
@@ -279,10 +294,16 @@ def refresh(store: Store, db: IndexDB) -> RefreshReport:
     with visibility.shared(store.knowledge) as vis:
         changes = _landed_changes(store, db) or detect_changes(
             store, db, generation=vis.generation)
+        given = _GIVEN.pop(str(store.root), {})  # bytes an ingest wrote a moment ago
         if not changes.empty:
             from memidex.index.build import file_rows, policy_rows
+            from memidex.index.rows import masker_of, rows_of
 
-            record_rows = [file_rows(store, fs) for fs in changes.records]
+            masker = masker_of(store)
+            record_rows = [
+                rows_of(fs.relpath, data, fs.mtime_ns, fs.ino, masker)
+                if (data := given.get(fs.relpath)) is not None and len(data) == fs.size
+                else file_rows(store, fs) for fs in changes.records]
             frows, prows, pproblems = policy_rows(store, changes.policies)
     report = RefreshReport(method=changes.method, interrupted=vis.interrupted)
     conn = db.conn
@@ -309,14 +330,13 @@ def refresh(store: Store, db: IndexDB) -> RefreshReport:
         insert_batch,
     )
 
-    stored_paths = {p for fs in (*changes.records, *changes.policies)
-                    for p in _stored_one(conn, fs.relpath)}
+    stored_paths: set[str] = set()  # the changed files the index had (the others: added)
     with db.begin_write():
         fp = int(db.meta().get("fingerprint", "0"), 16)
         for path in changes.deleted:
             fp ^= _delete_path(conn, path)
         for fs in (*changes.records, *changes.policies):
-            fp ^= _delete_path(conn, fs.relpath)
+            fp ^= _delete_path(conn, fs.relpath, stored_paths)
         if changes.problems is not None:
             conn.execute("DELETE FROM problems WHERE line = 0 AND path NOT IN "
                          "(SELECT path FROM files)")

@@ -34,16 +34,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
 
 from memidex.evidence import Run, Step, TestResult
 
 __all__ = ["CAUSES", "Cause", "RunContext", "classify", "classify_run", "error_text",
            "failing_step", "failed_check"]
 
+_set = object.__setattr__  # a frozen value's fields, set once in __init__
+
 CAUSES: tuple[str, ...] = ("app-bug", "test-bug", "flaky", "environment", "unknown")
 
-_ENVIRONMENT = re.compile(
+# Patterns, compiled on a failing test's first use (re's cache keeps them): a run that
+# passes, the common case, never pays the few milliseconds their compiling costs.
+_ENVIRONMENT = (
     r"net::ERR_[A-Z_]+|\bE(?:NOTFOUND|CONNREFUSED|CONNRESET|AI_AGAIN|HOSTUNREACH|"
     r"NETUNREACH|TIMEDOUT|PIPE)\b|getaddrinfo|name or service not known|"
     r"could not resolve host|temporary failure in name resolution|\bdns\b|"
@@ -53,35 +56,86 @@ _ENVIRONMENT = re.compile(
     r"self[- ]signed certificate|unable to (?:get|verify) .{0,30}certificate|ERR_CERT_|"
     r"\b50[234] (?:bad gateway|service (?:temporarily )?unavailable|gateway time-?out)|"
     r"\b(?:http|status|status code|response|responded with)[ :=]*50[234]\b|"
-    r"\bbad gateway\b|\bservice unavailable\b|\bgateway time-?out\b",
-    re.IGNORECASE)
-_TEST_BUG = re.compile(
+    r"\bbad gateway\b|\bservice unavailable\b|\bgateway time-?out\b")
+_TEST_BUG = (
     r"strict mode violation|is not a valid selector|unexpected token|unknown engine|"
     r"invalid selector|malformed|\bSyntaxError\b|\bTypeError\b|\bReferenceError\b|"
-    r"is not a function|is not defined|locator\.\w+: Error: .*selector",
-    re.IGNORECASE)
-_TIMEOUT = re.compile(r"timeout|timed out|time-?out", re.IGNORECASE)
-_ASSERTION = re.compile(r"\bexpect(?:ed)?\b|AssertionError|assert|to(?:Be|Have)[A-Z]\w*",
-                        re.IGNORECASE)
+    r"is not a function|is not defined|locator\.\w+: Error: .*selector")
+_TIMEOUT = r"timeout|timed out|time-?out"
+_ASSERTION = r"\bexpect(?:ed)?\b|AssertionError|assert|to(?:Be|Have)[A-Z]\w*"
 
 
-@dataclass(frozen=True, slots=True)
+def _search(pattern: str, text: str) -> bool:
+    return re.search(pattern, text, re.IGNORECASE) is not None
+
+
 class Cause:
     """A failing test's root cause and the rule that gave it (and, for a correlated
     failure, why)."""
 
     cause: str
     rule: str
-    why: str = ""
+    why: str
+
+    __slots__ = ("cause", "rule", "why")
+
+    def __init__(self, cause: str, rule: str, why: str = "") -> None:
+        _set(self, "cause", cause)
+        _set(self, "rule", rule)
+        _set(self, "why", why)
+
+    def __repr__(self) -> str:
+        return (f"Cause(cause={self.cause!r}, rule={self.rule!r}, why={self.why!r})")
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.cause, self.rule, self.why)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Cause) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
 
 
-@dataclass(frozen=True)
 class RunContext:
     """What the other tests of the run say: the environmental failures and what each
     touched (rule 4)."""
 
-    environmental: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    environmental: Mapping[str, frozenset[str]]
     """test id -> the ``api:``, ``page:`` and ``el:`` anchors of an environmental failure"""
+
+    __slots__ = ("environmental",)
+
+    def __init__(self, environmental: Mapping[str, frozenset[str]] | None = None) -> None:
+        _set(self, "environmental", environmental if environmental is not None else dict())
+
+    def __repr__(self) -> str:
+        return (f"RunContext(environmental={self.environmental!r})")
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.environmental,)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RunContext) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
 
     @property
     def outage(self) -> bool:
@@ -155,7 +209,7 @@ def classify(test: TestResult, *, passed_on_build: Collection[str],
     if hint is not None and hint != "unknown":
         return Cause(hint, "hint")
     text = error_text(test)
-    if _ENVIRONMENT.search(text):
+    if _search(_ENVIRONMENT, text):
         return Cause("environment", "error-environment")
     check = failed_check(test)
     if context is not None and context.outage:
@@ -173,17 +227,17 @@ def classify(test: TestResult, *, passed_on_build: Collection[str],
             return Cause("environment", "correlated-environment",
                          f"its check found nothing while {other} failed for an "
                          "environmental cause in the same run")
-    if _TEST_BUG.search(text):
+    if _search(_TEST_BUG, text):
         return Cause("test-bug", "error-test-bug")
     passed_before = build_tag is not None and build_tag in passed_on_build
     if passed_before and not (context is not None and context.outage):
-        return Cause("flaky", "timeout-passed-on-build" if _TIMEOUT.search(text)
+        return Cause("flaky", "timeout-passed-on-build" if _search(_TIMEOUT, text)
                      else "passed-on-build")
     if check is not None:
         if check.check is not None and check.check.not_found:
             return Cause("unknown", "element-missing")
         return Cause("app-bug", "check-failed")
-    if _ASSERTION.search(text) and not _TIMEOUT.search(text):
+    if _search(_ASSERTION, text) and not _search(_TIMEOUT, text):
         return Cause("app-bug", "check-failed")
     return Cause("unknown", "no-rule")
 

@@ -22,7 +22,6 @@ nothing.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Mapping
 
 from memidex.config.tables import LearningSettings
@@ -54,6 +53,8 @@ def changed_share(old: str, new: str) -> float:
     """How much of ``old`` a rewrite to ``new`` changes (0 .. 1)."""
     if not old:
         return 0.0
+    import difflib  # only for a rewrite of an existing text
+
     return 1.0 - difflib.SequenceMatcher(None, old, new, autojunk=False).ratio()
 
 

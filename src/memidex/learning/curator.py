@@ -39,11 +39,12 @@ from memidex.trust import contradict, promotion
 
 __all__ = ["Context", "Decision", "claim_of", "contradicted", "decide", "subject_id"]
 
+_set = object.__setattr__  # a frozen value's fields, set once in __init__
+
 OPS: tuple[str, ...] = ("add", "confirm", "supersede", "deprecate", "unknown", "resolve",
                         "noop")
 
 
-@dataclass(frozen=True, slots=True)
 class Context:
     """The run a decision is made for."""
 
@@ -52,9 +53,44 @@ class Context:
     ci: bool
     product: str
     settings: LearningSettings
-    newer_build: Callable[[Record], str | None] | None = None
+    newer_build: Callable[[Record], str | None] | None
     """The build, newer than this run's, that last confirmed a record (None: none) —
     build order, not ingest order: a run of an older build never rewrites it."""
+
+    __slots__ = ("run_id", "ordinal", "ci", "product", "settings", "newer_build")
+
+    def __init__(self, run_id: str, ordinal: int, ci: bool, product: str,
+                 settings: LearningSettings,
+                 newer_build: Callable[[Record], str | None] | None = None) -> None:
+        _set(self, "run_id", run_id)
+        _set(self, "ordinal", ordinal)
+        _set(self, "ci", ci)
+        _set(self, "product", product)
+        _set(self, "settings", settings)
+        _set(self, "newer_build", newer_build)
+
+    def __repr__(self) -> str:
+        return (f"Context(run_id={self.run_id!r}, ordinal={self.ordinal!r}, "
+                f"ci={self.ci!r}, product={self.product!r}, settings={self.settings!r}, "
+                f"newer_build={self.newer_build!r})")
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.run_id, self.ordinal, self.ci, self.product, self.settings,
+                self.newer_build)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Context) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
 
     def older_than(self, record: Record) -> str | None:
         return self.newer_build(record) if self.newer_build is not None else None

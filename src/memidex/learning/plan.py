@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Protocol
 
 from memidex.config.tables import LearningSettings, ModelSettings
@@ -39,6 +39,8 @@ from memidex.records.transitions import deprecate
 __all__ = ["Asker", "IngestPlan", "Proposal", "RecordSource", "Stored", "analyse",
            "plan_run", "proposal_id"]
 
+_set = object.__setattr__  # a frozen value's fields, set once in __init__
+
 Asker = Callable[[str, str], "str | None"]
 """``ask(step, prompt)``: the model's answer for a named step (the caller saves it in the
 journal before it is used, and gives a saved one back after a crash), None when the model
@@ -47,14 +49,42 @@ Progress = Callable[[int, int], None]
 _NO_MODEL = ModelSettings()
 
 
-@dataclass(frozen=True, slots=True)
 class Stored:
     """A record file as the store holds it: the record, its content hash, and why it
     cannot be read (all None: no such file)."""
 
-    record: Record | None = None
-    sha: str | None = None
-    problem: str | None = None
+    record: Record | None
+    sha: str | None
+    problem: str | None
+
+    __slots__ = ("record", "sha", "problem")
+
+    def __init__(self, record: Record | None = None, sha: str | None = None,
+                 problem: str | None = None) -> None:
+        _set(self, "record", record)
+        _set(self, "sha", sha)
+        _set(self, "problem", problem)
+
+    def __repr__(self) -> str:
+        return (f"Stored(record={self.record!r}, sha={self.sha!r}, "
+                f"problem={self.problem!r})")
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.record, self.sha, self.problem)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Stored) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
 
 
 class RecordSource(Protocol):
@@ -67,7 +97,6 @@ class RecordSource(Protocol):
     def relpath(self, kind: str, rid: str) -> str: ...
 
 
-@dataclass(frozen=True, slots=True)
 class Proposal:
     """A change the checks held back for a person (``knowledge proposals``)."""
 
@@ -80,6 +109,45 @@ class Proposal:
     reason: str
     expected: str | None  # the content hash of the file when it was proposed
     text: str  # the record as it would be written
+
+    __slots__ = ("id", "run_id", "ordinal", "op", "record_id", "path", "reason", "expected",
+                 "text")
+
+    def __init__(self, id: str, run_id: str, ordinal: int, op: str, record_id: str,
+                 path: str, reason: str, expected: str | None, text: str) -> None:
+        _set(self, "id", id)
+        _set(self, "run_id", run_id)
+        _set(self, "ordinal", ordinal)
+        _set(self, "op", op)
+        _set(self, "record_id", record_id)
+        _set(self, "path", path)
+        _set(self, "reason", reason)
+        _set(self, "expected", expected)
+        _set(self, "text", text)
+
+    def __repr__(self) -> str:
+        return (f"Proposal(id={self.id!r}, run_id={self.run_id!r}, "
+                f"ordinal={self.ordinal!r}, op={self.op!r}, record_id={self.record_id!r}, "
+                f"path={self.path!r}, reason={self.reason!r}, expected={self.expected!r}, "
+                f"text={self.text!r})")
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.id, self.run_id, self.ordinal, self.op, self.record_id, self.path,
+                self.reason, self.expected, self.text)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Proposal) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "run_id": self.run_id, "ordinal": self.ordinal,
@@ -108,18 +176,41 @@ def proposal_id(rid: str, record: Record) -> str:
     return "p-" + hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
-@dataclass
 class IngestPlan:
     """What an ingest writes: the changes, the proposals, notes, and the tests' states
     with the run folded in; ``texts``: beside each decision, its record's canonical text
     (:func:`memidex.records.codec.dump_record`, checked to load back; None: no record),
     so the writer need not encode it again."""
 
-    decisions: list[Decision] = field(default_factory=list)
-    proposals: list[Proposal] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    tests: dict[str, TestState] = field(default_factory=dict)
-    texts: list[str | None] = field(default_factory=list)
+    decisions: list[Decision]
+    proposals: list[Proposal]
+    notes: list[str]
+    tests: dict[str, TestState]
+    texts: list[str | None]
+
+    def __init__(self, decisions: list[Decision] | None = None,
+                 proposals: list[Proposal] | None = None, notes: list[str] | None = None,
+                 tests: dict[str, TestState] | None = None,
+                 texts: list[str | None] | None = None) -> None:
+        self.decisions = decisions if decisions is not None else list()
+        self.proposals = proposals if proposals is not None else list()
+        self.notes = notes if notes is not None else list()
+        self.tests = tests if tests is not None else dict()
+        self.texts = texts if texts is not None else list()
+
+    def __repr__(self) -> str:
+        return (f"IngestPlan(decisions={self.decisions!r}, proposals={self.proposals!r}, "
+                f"notes={self.notes!r}, tests={self.tests!r}, texts={self.texts!r})")
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.decisions, self.proposals, self.notes, self.tests, self.texts)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, IngestPlan) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 # --- analysis --------------------------------------------------------------------------

@@ -33,6 +33,8 @@ from memidex.store.state import StateWriter, load_state
 
 __all__ = ["FrozenRun", "RunResult", "RunStore", "runs_dir"]
 
+_set = object.__setattr__  # a frozen value's fields, set once in __init__
+
 VERSION = 1
 _RUN_ID_RE = re.compile(RUN_ID_PATTERN[1:-1])
 
@@ -41,7 +43,6 @@ def runs_dir(config: Config) -> Path:
     return config.state_path / "runs"
 
 
-@dataclass(frozen=True, slots=True)
 class FrozenRun:
     """A run as ingested: never changed after it is written."""
 
@@ -50,7 +51,40 @@ class FrozenRun:
     digest: str
     analysis: Mapping[str, str]  # test id -> root cause, for every failing test
     path: Path
-    why: Mapping[str, str] = field(default_factory=dict)  # test id -> why (a correlated cause)
+    why: Mapping[str, str]  # test id -> why (a correlated cause)
+
+    __slots__ = ("run", "ordinal", "digest", "analysis", "path", "why")
+
+    def __init__(self, run: Run, ordinal: int, digest: str, analysis: Mapping[str, str],
+                 path: Path, why: Mapping[str, str] | None = None) -> None:
+        _set(self, "run", run)
+        _set(self, "ordinal", ordinal)
+        _set(self, "digest", digest)
+        _set(self, "analysis", analysis)
+        _set(self, "path", path)
+        _set(self, "why", why if why is not None else dict())
+
+    def __repr__(self) -> str:
+        return (f"FrozenRun(run={self.run!r}, ordinal={self.ordinal!r}, "
+                f"digest={self.digest!r}, analysis={self.analysis!r}, path={self.path!r}, "
+                f"why={self.why!r})")
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.run, self.ordinal, self.digest, self.analysis, self.path, self.why)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FrozenRun) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
 
     @property
     def run_id(self) -> str:

@@ -383,13 +383,16 @@ class Store:
                checked: set[Path] | None = None) -> StagedFile:
         from memidex.records.codec import content_hash
 
-        knowledge = os.path.realpath(self.knowledge)
+        knowledge = ""  # resolved once a folder needs checking (not per file of a batch)
+        fresh = checked is None or self.staging_dir not in checked
         for folder in (self.staging_dir, target.parent):
             if checked is None or folder not in checked:
+                knowledge = knowledge or os.path.realpath(self.knowledge)
                 self._check_inside(folder, knowledge)
                 if checked is not None:
                     checked.add(folder)
-        self.staging_dir.mkdir(parents=True, exist_ok=True)
+        if fresh:  # made by the batch's first file, then there
+            self.staging_dir.mkdir(parents=True, exist_ok=True)
         staged = fsio.temp_name(self.staging_dir / name, ".md")
         fsio.write_new(staged, data, durable=durable)
         return StagedFile(staged, target, content_hash(data))

@@ -182,9 +182,8 @@ def append_durable(path: Path, data: bytes) -> None:
 
 def temp_name(path: Path, suffix: str = ".tmp") -> Path:
     """A unique name beside ``path`` for a file that will replace it."""
-    import secrets  # imports hashlib and OpenSSL: kept off the search path
-
-    return path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}{suffix}")
+    # os.urandom is what secrets.token_hex draws from (secrets imports random, base64...)
+    return path.with_name(f"{path.name}.{os.getpid()}.{os.urandom(4).hex()}{suffix}")
 
 
 def atomic_write(path: Path, data: bytes, *, durable: bool = True,

@@ -13,11 +13,9 @@ import contextlib
 import errno
 import fcntl
 import os
-import secrets
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -35,6 +33,8 @@ from memidex.write.procs import boot_id, gone_reason, host_name, process_alive
 __all__ = ["AUTHORITY_FILE", "EPOCH_FILE", "LEASE_FILE", "Authority", "Holder", "Unusable",
            "connect", "held_by", "is_busy", "lease_copy_epoch", "peek_holder", "read_holder",
            "same_file", "storage_failure"]
+
+_set = object.__setattr__  # a frozen value's fields, set once in __init__
 
 AUTHORITY_FILE = ".writer-authority.sqlite"
 LEASE_FILE = ".lease"
@@ -83,7 +83,6 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 
-@dataclass(frozen=True, slots=True)
 class Holder:
     """The lease row as read from the authority DB."""
 
@@ -95,15 +94,59 @@ class Holder:
     host: str | None
     heartbeat: float | None
     ttl: float | None
-    heartbeat_mono: float | None = None
+    heartbeat_mono: float | None
     """The holder's ``time.monotonic()`` at its last beat: the machine's own clock since
     boot, shared by every process on it and never stepped — a wall clock that jumps (or a
     process whose wall clock is ahead) cannot make a live lease look stale."""
-    heartbeat_kernel: float | None = None
+    heartbeat_kernel: float | None
     """The kernel's seconds since boot at the holder's last beat (``/proc/uptime``,
     :func:`memidex.write.procs.kernel_clock`): no process can fake it, so a process whose
     clock functions are faked (libfaketime moves the monotonic clock too) still sees a
     live holder fresh."""
+
+    __slots__ = ("epoch", "token", "pid", "pid_start", "boot_id", "host", "heartbeat",
+                 "ttl", "heartbeat_mono", "heartbeat_kernel")
+
+    def __init__(self, epoch: int, token: str | None, pid: int | None,
+                 pid_start: int | None, boot_id: str | None, host: str | None,
+                 heartbeat: float | None, ttl: float | None,
+                 heartbeat_mono: float | None = None,
+                 heartbeat_kernel: float | None = None) -> None:
+        _set(self, "epoch", epoch)
+        _set(self, "token", token)
+        _set(self, "pid", pid)
+        _set(self, "pid_start", pid_start)
+        _set(self, "boot_id", boot_id)
+        _set(self, "host", host)
+        _set(self, "heartbeat", heartbeat)
+        _set(self, "ttl", ttl)
+        _set(self, "heartbeat_mono", heartbeat_mono)
+        _set(self, "heartbeat_kernel", heartbeat_kernel)
+
+    def __repr__(self) -> str:
+        return (f"Holder(epoch={self.epoch!r}, token={self.token!r}, pid={self.pid!r}, "
+                f"pid_start={self.pid_start!r}, boot_id={self.boot_id!r}, "
+                f"host={self.host!r}, heartbeat={self.heartbeat!r}, ttl={self.ttl!r}, "
+                f"heartbeat_mono={self.heartbeat_mono!r}, "
+                f"heartbeat_kernel={self.heartbeat_kernel!r})")
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.epoch, self.token, self.pid, self.pid_start, self.boot_id, self.host,
+                self.heartbeat, self.ttl, self.heartbeat_mono, self.heartbeat_kernel)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Holder) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
 
     @property
     def held(self) -> bool:
@@ -407,7 +450,7 @@ class Authority:
         if evidence:
             seed += 1  # above every epoch that may have been granted and not yet copied
         stamp = time.strftime("%Y%m%dT%H%M%S")
-        tmp = self.folder / f"{AUTHORITY_FILE}.new-{secrets.token_hex(4)}"
+        tmp = self.folder / f"{AUTHORITY_FILE}.new-{os.urandom(4).hex()}"
         try:
             conn = sqlite3.connect(tmp, isolation_level=None)
             try:
@@ -426,7 +469,7 @@ class Authority:
             with self._old_write_lock():
                 if existed:
                     aside = self.folder / (f"{AUTHORITY_FILE}.damaged-{stamp}-"
-                                           f"{secrets.token_hex(3)}")
+                                           f"{os.urandom(3).hex()}")
                     swap_into_place(self.db, aside)
                 for suffix in ("-wal", "-shm", "-journal"):
                     # Never leave an old -wal beside a recreated file: it would be replayed.

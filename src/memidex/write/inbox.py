@@ -26,11 +26,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +54,8 @@ __all__ = [
     "apply_item",
     "live_daemon",
 ]
+
+_set = object.__setattr__  # a frozen value's fields, set once in __init__
 
 SUBMITTED = threading.Event()
 """Set when this process queued an item (a warm server's ``runs ingest``): a daemon in
@@ -85,13 +85,40 @@ MARKER_MAX_AGE = 3600.0  # markers nobody collected are removed by the next daem
 # --- the daemon's presence -------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
 class DaemonInfo:
     """A daemon that holds the writer lease right now."""
 
     pid: int
     epoch: int
     heartbeat_age: float
+
+    __slots__ = ("pid", "epoch", "heartbeat_age")
+
+    def __init__(self, pid: int, epoch: int, heartbeat_age: float) -> None:
+        _set(self, "pid", pid)
+        _set(self, "epoch", epoch)
+        _set(self, "heartbeat_age", heartbeat_age)
+
+    def __repr__(self) -> str:
+        return (f"DaemonInfo(pid={self.pid!r}, epoch={self.epoch!r}, "
+                f"heartbeat_age={self.heartbeat_age!r})")
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.pid, self.epoch, self.heartbeat_age)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DaemonInfo) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
 
     def describe(self) -> str:
         return held_by(self.pid, self.epoch, self.heartbeat_age)
@@ -131,19 +158,58 @@ def live_daemon(store: Store) -> DaemonInfo | None:
 # --- the corrections queue -------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
 class Outcome:
     """What the applier wrote in an item's marker."""
 
     ok: bool
-    changed: tuple[bool, ...] = ()
-    error: str = ""
-    exit_code: int = errors.EXIT_LEASE
-    message: str = ""
-    hint: str | None = None
-    applied_by: int | None = None
-    result: Mapping[str, Any] = field(default_factory=dict)
+    changed: tuple[bool, ...]
+    error: str
+    exit_code: int
+    message: str
+    hint: str | None
+    applied_by: int | None
+    result: Mapping[str, Any]
     """What the job's handler returned (a change set: nothing)."""
+
+    __slots__ = ("ok", "changed", "error", "exit_code", "message", "hint", "applied_by",
+                 "result")
+
+    def __init__(self, ok: bool, changed: tuple[bool, ...] = (), error: str = "",
+                 exit_code: int = errors.EXIT_LEASE, message: str = "",
+                 hint: str | None = None, applied_by: int | None = None,
+                 result: Mapping[str, Any] | None = None) -> None:
+        _set(self, "ok", ok)
+        _set(self, "changed", changed)
+        _set(self, "error", error)
+        _set(self, "exit_code", exit_code)
+        _set(self, "message", message)
+        _set(self, "hint", hint)
+        _set(self, "applied_by", applied_by)
+        _set(self, "result", result if result is not None else dict())
+
+    def __repr__(self) -> str:
+        return (f"Outcome(ok={self.ok!r}, changed={self.changed!r}, error={self.error!r}, "
+                f"exit_code={self.exit_code!r}, message={self.message!r}, "
+                f"hint={self.hint!r}, applied_by={self.applied_by!r}, "
+                f"result={self.result!r})")
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.ok, self.changed, self.error, self.exit_code, self.message, self.hint,
+                self.applied_by, self.result)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Outcome) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
 
     def raise_for_failure(self) -> None:
         """Raise the applier's error again, with its exit code, in the submitter."""
@@ -209,7 +275,7 @@ class Queue:
         """Queue one job (atomically); returns its id. ``local``: what the job's handler
         gets when this very process applies it (see :data:`_HANDED`)."""
         self.dir.mkdir(parents=True, exist_ok=True)
-        item_id = f"{time.time_ns():020d}-{os.getpid()}-{secrets.token_hex(4)}"
+        item_id = f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(4).hex()}"
         data = {"version": 2, "id": item_id, "kind": kind, "command": command,
                 "submitter": os.getpid(), "created": round(time.time(), 3),
                 "payload": dict(payload)}

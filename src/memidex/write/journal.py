@@ -26,7 +26,6 @@ import contextlib
 import hashlib
 import json
 import os
-import secrets
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -38,23 +37,54 @@ from memidex.write.procs import process_alive
 
 __all__ = ["ChangeSet", "Journal", "Op", "Owner"]
 
+_set = object.__setattr__  # a frozen value's fields, set once in __init__
 
-@dataclass(frozen=True, slots=True)
+
 class Op:
     """One planned change: ``write`` (``data`` is the canonical text) or ``remove``."""
 
     op: str
     path: str  # relative to the repository root
     before: str | None  # content hash expected on disk before (None: no file)
-    after: str | None = None  # content hash after a write
-    data: str | None = None
+    after: str | None  # content hash after a write
+    data: str | None
+
+    __slots__ = ("op", "path", "before", "after", "data")
+
+    def __init__(self, op: str, path: str, before: str | None, after: str | None = None,
+                 data: str | None = None) -> None:
+        _set(self, "op", op)
+        _set(self, "path", path)
+        _set(self, "before", before)
+        _set(self, "after", after)
+        _set(self, "data", data)
+
+    def __repr__(self) -> str:
+        return (f"Op(op={self.op!r}, path={self.path!r}, before={self.before!r}, "
+                f"after={self.after!r}, data={self.data!r})")
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.op, self.path, self.before, self.after, self.data)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Op) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
 
     def as_dict(self) -> dict[str, Any]:
         return {"op": self.op, "path": self.path, "before": self.before,
                 "after": self.after, "data": self.data}
 
 
-@dataclass(frozen=True, slots=True)
 class Owner:
     """The process (and epoch) that journaled a change set."""
 
@@ -63,6 +93,37 @@ class Owner:
     boot_id: str
     host: str
     epoch: int
+
+    __slots__ = ("pid", "pid_start", "boot_id", "host", "epoch")
+
+    def __init__(self, pid: int, pid_start: int | None, boot_id: str, host: str,
+                 epoch: int) -> None:
+        _set(self, "pid", pid)
+        _set(self, "pid_start", pid_start)
+        _set(self, "boot_id", boot_id)
+        _set(self, "host", host)
+        _set(self, "epoch", epoch)
+
+    def __repr__(self) -> str:
+        return (f"Owner(pid={self.pid!r}, pid_start={self.pid_start!r}, "
+                f"boot_id={self.boot_id!r}, host={self.host!r}, epoch={self.epoch!r})")
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.pid, self.pid_start, self.boot_id, self.host, self.epoch)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Owner) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
 
     def alive(self) -> bool:
         return process_alive(self.pid, self.pid_start, self.boot_id, self.host)
@@ -136,7 +197,7 @@ class Journal:
               ordinal: int | None = None, rollback_of: Sequence[str] = ()) -> ChangeSet:
         """Write the change set durably before any of it runs."""
         self.dir.mkdir(parents=True, exist_ok=True)
-        cs_id = f"{time.time_ns():020d}-{os.getpid()}-{secrets.token_hex(4)}"
+        cs_id = f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(4).hex()}"
         cs = ChangeSet(cs_id, command, owner, tuple(ops), step, round(time.time(), 3),
                        run_id=run_id, ordinal=ordinal, rollback_of=tuple(rollback_of))
         atomic_write(self.dir / f"{cs_id}.json", dump_json(cs.as_dict()))

@@ -21,8 +21,8 @@ installed a hook.
 from __future__ import annotations
 
 import contextlib
+import os
 import random
-import secrets
 import sqlite3
 import threading
 import time
@@ -197,7 +197,7 @@ class Lease:
                 conn.execute("ROLLBACK")
                 return holder
             epoch = holder.epoch + 1
-            token = secrets.token_hex(16)
+            token = os.urandom(16).hex()
             conn.execute(
                 "UPDATE lease SET epoch = ?, token = ?, pid = ?, pid_start = ?, boot_id = ?, "
                 "host = ?, heartbeat = ?, ttl = ?, acquired = ?, heartbeat_mono = ?, "

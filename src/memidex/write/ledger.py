@@ -32,7 +32,6 @@ import json
 import os
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +40,12 @@ from memidex.store import fsio
 
 __all__ = ["Entry", "Ledger", "LedgerOp", "LedgerStats"]
 
+_set = object.__setattr__  # a frozen value's fields, set once in __init__
+
 VERSION = 1
 _PACK_MAGIC = b"memidex-blob-pack 1\n"
 
 
-@dataclass(frozen=True, slots=True)
 class LedgerOp:
     """What one change did to one record file."""
 
@@ -55,12 +55,42 @@ class LedgerOp:
     before: str | None  # content hash before (None: there was no file)
     after: str | None  # content hash after (None: the file was removed)
 
+    __slots__ = ("path", "record_id", "op", "before", "after")
+
+    def __init__(self, path: str, record_id: str, op: str, before: str | None,
+                 after: str | None) -> None:
+        _set(self, "path", path)
+        _set(self, "record_id", record_id)
+        _set(self, "op", op)
+        _set(self, "before", before)
+        _set(self, "after", after)
+
+    def __repr__(self) -> str:
+        return (f"LedgerOp(path={self.path!r}, record_id={self.record_id!r}, "
+                f"op={self.op!r}, before={self.before!r}, after={self.after!r})")
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.path, self.record_id, self.op, self.before, self.after)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LedgerOp) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
+
     def as_dict(self) -> dict[str, Any]:
         return {"path": self.path, "record": self.record_id, "op": self.op,
                 "before": self.before, "after": self.after}
 
 
-@dataclass(frozen=True, slots=True)
 class Entry:
     """One change set in the ledger."""
 
@@ -71,9 +101,50 @@ class Entry:
     epoch: int
     outcome: str  # landed | abandoned
     ops: tuple[LedgerOp, ...]
-    at: float = 0.0  # wall-clock seconds (local state: never in a record)
-    seq: int = 0  # position in the ledger file (0-based, lines that parsed)
-    rollback_of: tuple[str, ...] = ()  # a rollback's change set: the runs it undid
+    at: float  # wall-clock seconds (local state: never in a record)
+    seq: int  # position in the ledger file (0-based, lines that parsed)
+    rollback_of: tuple[str, ...]  # a rollback's change set: the runs it undid
+
+    __slots__ = ("id", "command", "run_id", "ordinal", "epoch", "outcome", "ops", "at",
+                 "seq", "rollback_of")
+
+    def __init__(self, id: str, command: str, run_id: str | None, ordinal: int | None,
+                 epoch: int, outcome: str, ops: tuple[LedgerOp, ...], at: float = 0.0,
+                 seq: int = 0, rollback_of: tuple[str, ...] = ()) -> None:
+        _set(self, "id", id)
+        _set(self, "command", command)
+        _set(self, "run_id", run_id)
+        _set(self, "ordinal", ordinal)
+        _set(self, "epoch", epoch)
+        _set(self, "outcome", outcome)
+        _set(self, "ops", ops)
+        _set(self, "at", at)
+        _set(self, "seq", seq)
+        _set(self, "rollback_of", rollback_of)
+
+    def __repr__(self) -> str:
+        return (f"Entry(id={self.id!r}, command={self.command!r}, run_id={self.run_id!r}, "
+                f"ordinal={self.ordinal!r}, epoch={self.epoch!r}, "
+                f"outcome={self.outcome!r}, ops={self.ops!r}, at={self.at!r}, "
+                f"seq={self.seq!r}, rollback_of={self.rollback_of!r})")
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.id, self.command, self.run_id, self.ordinal, self.epoch, self.outcome,
+                self.ops, self.at, self.seq, self.rollback_of)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Entry) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
 
     @property
     def landed(self) -> bool:
@@ -93,12 +164,32 @@ class Entry:
                 "ops": [op.as_dict() for op in self.ops]}
 
 
-@dataclass
 class LedgerStats:
-    entries: int = 0
-    starts: int = 0  # how often the ledger (re)started: > 1 means it was lost meanwhile
-    damaged_lines: int = 0
-    duplicates: int = 0
+    entries: int
+    starts: int  # how often the ledger (re)started: > 1 means it was lost meanwhile
+    damaged_lines: int
+    duplicates: int
+
+    def __init__(self, entries: int = 0, starts: int = 0, damaged_lines: int = 0,
+                 duplicates: int = 0) -> None:
+        self.entries = entries
+        self.starts = starts
+        self.damaged_lines = damaged_lines
+        self.duplicates = duplicates
+
+    def __repr__(self) -> str:
+        return (f"LedgerStats(entries={self.entries!r}, starts={self.starts!r}, "
+                f"damaged_lines={self.damaged_lines!r}, duplicates={self.duplicates!r})")
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.entries, self.starts, self.damaged_lines, self.duplicates)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LedgerStats) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 def _entry(data: Any, seq: int) -> Entry:
@@ -134,14 +225,31 @@ def record_id_of(path: str) -> str:
     return name[:-3] if name.endswith(".md") else name
 
 
-@dataclass
 class Ledger:
     """The ``queue/ledger`` folder of one knowledge folder."""
 
     queue_dir: Path
-    dir: Path = field(init=False)
-    file: Path = field(init=False)
-    blobs_dir: Path = field(init=False)
+    dir: Path
+    file: Path
+    blobs_dir: Path
+
+    def __init__(self, queue_dir: Path) -> None:
+        self.queue_dir = queue_dir
+        self.__post_init__()
+
+    def __repr__(self) -> str:
+        return (f"Ledger(queue_dir={self.queue_dir!r}, dir={self.dir!r}, "
+                f"file={self.file!r}, blobs_dir={self.blobs_dir!r})")
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.queue_dir, self.dir, self.file, self.blobs_dir)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Ledger) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         self.dir = self.queue_dir / "ledger"

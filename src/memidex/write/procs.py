@@ -7,14 +7,14 @@ the daemon's inbox (is the daemon alive?).
 from __future__ import annotations
 
 import os
-import socket
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 __all__ = ["ProcessId", "boot_id", "current_process", "gone_reason", "host_name",
            "kernel_clock", "pid_start_time", "process_alive"]
+
+_set = object.__setattr__  # a frozen value's fields, set once in __init__
 
 
 @cache
@@ -40,6 +40,11 @@ def kernel_clock() -> float | None:
 
 @cache
 def host_name() -> str:
+    # uname's nodename is what gethostname(2) returns on Linux (without importing socket)
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    import socket
+
     return socket.gethostname()
 
 
@@ -55,7 +60,6 @@ def pid_start_time(pid: int) -> int | None:
     return int(rest[19])
 
 
-@dataclass(frozen=True, slots=True)
 class ProcessId:
     """Who a process is, in a way that survives pid reuse and reboots."""
 
@@ -63,6 +67,35 @@ class ProcessId:
     start: int | None
     boot_id: str
     host: str
+
+    __slots__ = ("pid", "start", "boot_id", "host")
+
+    def __init__(self, pid: int, start: int | None, boot_id: str, host: str) -> None:
+        _set(self, "pid", pid)
+        _set(self, "start", start)
+        _set(self, "boot_id", boot_id)
+        _set(self, "host", host)
+
+    def __repr__(self) -> str:
+        return (f"ProcessId(pid={self.pid!r}, start={self.start!r}, "
+                f"boot_id={self.boot_id!r}, host={self.host!r})")
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.pid, self.start, self.boot_id, self.host)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ProcessId) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
 
     def as_dict(self) -> dict[str, Any]:
         return {"pid": self.pid, "pid_start": self.start, "boot_id": self.boot_id,

@@ -32,7 +32,6 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -65,8 +64,9 @@ __all__ = [
     "writer_session",
 ]
 
+_set = object.__setattr__  # a frozen value's fields, set once in __init__
 
-@dataclass(frozen=True, slots=True)
+
 class Write:
     """Write ``record`` to ``records/<kind>/<id>.md``.
 
@@ -76,21 +76,83 @@ class Write:
     """
 
     record: Record
-    expected: str | None | bool = False
-    current: Record | None = None
+    expected: str | None | bool
+    current: Record | None
     """The record the caller parsed from the bytes ``expected`` names (optional): the
     writer then does not parse the file again to see whether anything changed."""
-    text: str | None = None
+    text: str | None
     """``dump_record(record)``, when the caller encoded the record already (optional):
     the writer then does not encode it again."""
+    data: bytes | None
+    """The bytes whose content hash ``expected`` is, when the caller read them (optional):
+    the writer then plans from them instead of reading the file again; the file is
+    checked against ``expected`` inside the fence all the same (a file changed meanwhile
+    is a ConflictError and nothing of the change set is installed)."""
+
+    __slots__ = ("record", "expected", "current", "text", "data")
+
+    def __init__(self, record: Record, expected: str | None | bool = False,
+                 current: Record | None = None, text: str | None = None,
+                 data: bytes | None = None) -> None:
+        _set(self, "record", record)
+        _set(self, "expected", expected)
+        _set(self, "current", current)
+        _set(self, "text", text)
+        _set(self, "data", data)
+
+    def __repr__(self) -> str:
+        return (f"Write(record={self.record!r}, expected={self.expected!r}, "
+                f"current={self.current!r}, text={self.text!r}, data={self.data!r})")
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.record, self.expected, self.current, self.text, self.data)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Write) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
 
 
-@dataclass(frozen=True, slots=True)
 class Remove:
     """Delete the record file at ``relpath`` (relative to the repository root)."""
 
     relpath: str
-    expected: str | None | bool = False
+    expected: str | None | bool
+
+    __slots__ = ("relpath", "expected")
+
+    def __init__(self, relpath: str, expected: str | None | bool = False) -> None:
+        _set(self, "relpath", relpath)
+        _set(self, "expected", expected)
+
+    def __repr__(self) -> str:
+        return (f"Remove(relpath={self.relpath!r}, expected={self.expected!r})")
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.relpath, self.expected)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Remove) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
 
 
 Change = Write | Remove
@@ -110,15 +172,39 @@ class FencedState:
         self._session.remove_state(path)
 
 
-@dataclass
 class Recovery:
     """What a session found and did on entry."""
 
-    staging_removed: list[str] = field(default_factory=list)
-    replayed: list[str] = field(default_factory=list)  # change set ids finished
-    skipped_live: list[str] = field(default_factory=list)  # owned by a live process
-    abandoned: list[str] = field(default_factory=list)  # conflicts, moved aside
-    settled: list[str] = field(default_factory=list)  # interrupted installs marked done
+    staging_removed: list[str]
+    replayed: list[str]  # change set ids finished
+    skipped_live: list[str]  # owned by a live process
+    abandoned: list[str]  # conflicts, moved aside
+    settled: list[str]  # interrupted installs marked done
+
+    def __init__(self, staging_removed: list[str] | None = None,
+                 replayed: list[str] | None = None, skipped_live: list[str] | None = None,
+                 abandoned: list[str] | None = None, settled: list[str] | None = None) -> None:
+        self.staging_removed = staging_removed if staging_removed is not None else list()
+        self.replayed = replayed if replayed is not None else list()
+        self.skipped_live = skipped_live if skipped_live is not None else list()
+        self.abandoned = abandoned if abandoned is not None else list()
+        self.settled = settled if settled is not None else list()
+
+    def __repr__(self) -> str:
+        return (f"Recovery(staging_removed={self.staging_removed!r}, "
+                f"replayed={self.replayed!r}, skipped_live={self.skipped_live!r}, "
+                f"abandoned={self.abandoned!r}, settled={self.settled!r})")
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.staging_removed, self.replayed, self.skipped_live, self.abandoned,
+                self.settled)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Recovery) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class WriterSession:
@@ -266,10 +352,15 @@ class WriterSession:
             target = store.record_path(change.record.kind, change.record.id)
             relpath = store.rel(target)
             data = change.text if change.text is not None else dump_record(change.record)
-            try:
-                current: bytes | None = target.read_bytes()
-            except FileNotFoundError:
-                current = None
+            current: bytes | None
+            if change.data is not None and isinstance(change.expected, str) and \
+                    content_hash(change.data) == change.expected:
+                current = change.data  # read by the caller a moment ago, under this lease
+            else:
+                try:
+                    current = target.read_bytes()
+                except FileNotFoundError:
+                    current = None
             before = content_hash(current) if current is not None else None
             # The expected-hash check comes first: a record computed from a stale read
             # (another writer changed the file since) is a conflict, even when it happens
