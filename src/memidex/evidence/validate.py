@@ -26,12 +26,12 @@ from memidex.evidence.schema import (
     TEST_ID_PATTERN,
     run_schema,
 )
+from memidex.plain import Frozen, set_field
 from memidex.records.ids import ANCHOR_RE, PRODUCT_RE
 
 __all__ = ["RunEvidenceError", "Violation", "artifact_problem", "conforms",
            "reference_violations", "validate_run"]
 
-_set = object.__setattr__  # a frozen value's fields, set once in __init__
 
 _ARTIFACT_RE = re.compile(ARTIFACT_PATTERN[1:-1])
 _RUN_ID_RE = re.compile(RUN_ID_PATTERN[1:-1])
@@ -39,7 +39,7 @@ _BUILD_TAG_RE = re.compile(BUILD_TAG_PATTERN[1:-1])
 _TEST_ID_RE = re.compile(TEST_ID_PATTERN[1:-1])
 
 
-class Violation:
+class Violation(Frozen):
     """One place where a run file breaks the format: its JSON path and a reason."""
 
     path: str
@@ -48,28 +48,8 @@ class Violation:
     __slots__ = ("path", "reason")
 
     def __init__(self, path: str, reason: str) -> None:
-        _set(self, "path", path)
-        _set(self, "reason", reason)
-
-    def __repr__(self) -> str:
-        return (f"Violation(path={self.path!r}, reason={self.reason!r})")
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.path, self.reason)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Violation) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
+        set_field(self, "path", path)
+        set_field(self, "reason", reason)
 
     def __str__(self) -> str:
         return f"{self.path}: {self.reason}"

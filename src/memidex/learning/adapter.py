@@ -24,11 +24,11 @@ from collections.abc import Mapping
 from memidex.config.tables import ModelSettings
 from memidex.fence import choose_fence, fenced
 from memidex.learning.analysis import CAUSES
+from memidex.plain import Frozen, set_field
 
 __all__ = ["ModelAnswerError", "Wording", "ask", "classify_prompt", "parse_cause",
            "parse_wording", "wording_prompt"]
 
-_set = object.__setattr__  # a frozen value's fields, set once in __init__
 
 MAX_TITLE = 200
 MAX_BODY = 4000
@@ -40,35 +40,15 @@ class ModelAnswerError(Exception):
     """The model did not answer usably (reported as a note; templates are used)."""
 
 
-class Wording:
+class Wording(Frozen):
     title: str
     body: str
 
     __slots__ = ("title", "body")
 
     def __init__(self, title: str, body: str) -> None:
-        _set(self, "title", title)
-        _set(self, "body", body)
-
-    def __repr__(self) -> str:
-        return (f"Wording(title={self.title!r}, body={self.body!r})")
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.title, self.body)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Wording) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
+        set_field(self, "title", title)
+        set_field(self, "body", body)
 
 
 def _block(data: Mapping[str, str]) -> tuple[str, str]:

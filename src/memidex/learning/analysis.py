@@ -36,11 +36,11 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 
 from memidex.evidence import Run, Step, TestResult
+from memidex.plain import Frozen, set_field
 
 __all__ = ["CAUSES", "Cause", "RunContext", "classify", "classify_run", "error_text",
            "failing_step", "failed_check"]
 
-_set = object.__setattr__  # a frozen value's fields, set once in __init__
 
 CAUSES: tuple[str, ...] = ("app-bug", "test-bug", "flaky", "environment", "unknown")
 
@@ -69,7 +69,7 @@ def _search(pattern: str, text: str) -> bool:
     return re.search(pattern, text, re.IGNORECASE) is not None
 
 
-class Cause:
+class Cause(Frozen):
     """A failing test's root cause and the rule that gave it (and, for a correlated
     failure, why)."""
 
@@ -80,32 +80,12 @@ class Cause:
     __slots__ = ("cause", "rule", "why")
 
     def __init__(self, cause: str, rule: str, why: str = "") -> None:
-        _set(self, "cause", cause)
-        _set(self, "rule", rule)
-        _set(self, "why", why)
-
-    def __repr__(self) -> str:
-        return (f"Cause(cause={self.cause!r}, rule={self.rule!r}, why={self.why!r})")
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.cause, self.rule, self.why)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Cause) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
+        set_field(self, "cause", cause)
+        set_field(self, "rule", rule)
+        set_field(self, "why", why)
 
 
-class RunContext:
+class RunContext(Frozen):
     """What the other tests of the run say: the environmental failures and what each
     touched (rule 4)."""
 
@@ -115,27 +95,7 @@ class RunContext:
     __slots__ = ("environmental",)
 
     def __init__(self, environmental: Mapping[str, frozenset[str]] | None = None) -> None:
-        _set(self, "environmental", environmental if environmental is not None else dict())
-
-    def __repr__(self) -> str:
-        return (f"RunContext(environmental={self.environmental!r})")
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.environmental,)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, RunContext) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
+        set_field(self, "environmental", environmental if environmental is not None else dict())
 
     @property
     def outage(self) -> bool:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 
 from memidex.config.tables import LearningSettings
 from memidex.learning.candidates import Candidate
+from memidex.plain import Frozen, set_field
 from memidex.records.ids import record_id
 from memidex.records.model import Evidence, HistoryEntry, Record, Trust, Valid
 from memidex.trust import confirm as confirm_trust
@@ -39,13 +40,12 @@ from memidex.trust import contradict, promotion
 
 __all__ = ["Context", "Decision", "claim_of", "contradicted", "decide", "subject_id"]
 
-_set = object.__setattr__  # a frozen value's fields, set once in __init__
 
 OPS: tuple[str, ...] = ("add", "confirm", "supersede", "deprecate", "unknown", "resolve",
                         "noop")
 
 
-class Context:
+class Context(Frozen):
     """The run a decision is made for."""
 
     run_id: str
@@ -62,35 +62,12 @@ class Context:
     def __init__(self, run_id: str, ordinal: int, ci: bool, product: str,
                  settings: LearningSettings,
                  newer_build: Callable[[Record], str | None] | None = None) -> None:
-        _set(self, "run_id", run_id)
-        _set(self, "ordinal", ordinal)
-        _set(self, "ci", ci)
-        _set(self, "product", product)
-        _set(self, "settings", settings)
-        _set(self, "newer_build", newer_build)
-
-    def __repr__(self) -> str:
-        return (f"Context(run_id={self.run_id!r}, ordinal={self.ordinal!r}, "
-                f"ci={self.ci!r}, product={self.product!r}, settings={self.settings!r}, "
-                f"newer_build={self.newer_build!r})")
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.run_id, self.ordinal, self.ci, self.product, self.settings,
-                self.newer_build)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Context) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
+        set_field(self, "run_id", run_id)
+        set_field(self, "ordinal", ordinal)
+        set_field(self, "ci", ci)
+        set_field(self, "product", product)
+        set_field(self, "settings", settings)
+        set_field(self, "newer_build", newer_build)
 
     def older_than(self, record: Record) -> str | None:
         return self.newer_build(record) if self.newer_build is not None else None

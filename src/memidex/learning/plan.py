@@ -32,6 +32,7 @@ from memidex.learning.fold import (
     count_resolved,
     fold_run,
 )
+from memidex.plain import Frozen, Plain, set_field
 from memidex.records.ids import record_id
 from memidex.records.model import Record
 from memidex.records.transitions import deprecate
@@ -39,7 +40,6 @@ from memidex.records.transitions import deprecate
 __all__ = ["Asker", "IngestPlan", "Proposal", "RecordSource", "Stored", "analyse",
            "plan_run", "proposal_id"]
 
-_set = object.__setattr__  # a frozen value's fields, set once in __init__
 
 Asker = Callable[[str, str], "str | None"]
 """``ask(step, prompt)``: the model's answer for a named step (the caller saves it in the
@@ -49,7 +49,7 @@ Progress = Callable[[int, int], None]
 _NO_MODEL = ModelSettings()
 
 
-class Stored:
+class Stored(Frozen):
     """A record file as the store holds it: the record, its content hash, and why it
     cannot be read (all None: no such file)."""
 
@@ -61,30 +61,9 @@ class Stored:
 
     def __init__(self, record: Record | None = None, sha: str | None = None,
                  problem: str | None = None) -> None:
-        _set(self, "record", record)
-        _set(self, "sha", sha)
-        _set(self, "problem", problem)
-
-    def __repr__(self) -> str:
-        return (f"Stored(record={self.record!r}, sha={self.sha!r}, "
-                f"problem={self.problem!r})")
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.record, self.sha, self.problem)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Stored) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
+        set_field(self, "record", record)
+        set_field(self, "sha", sha)
+        set_field(self, "problem", problem)
 
 
 class RecordSource(Protocol):
@@ -97,7 +76,7 @@ class RecordSource(Protocol):
     def relpath(self, kind: str, rid: str) -> str: ...
 
 
-class Proposal:
+class Proposal(Frozen):
     """A change the checks held back for a person (``knowledge proposals``)."""
 
     id: str
@@ -115,39 +94,15 @@ class Proposal:
 
     def __init__(self, id: str, run_id: str, ordinal: int, op: str, record_id: str,
                  path: str, reason: str, expected: str | None, text: str) -> None:
-        _set(self, "id", id)
-        _set(self, "run_id", run_id)
-        _set(self, "ordinal", ordinal)
-        _set(self, "op", op)
-        _set(self, "record_id", record_id)
-        _set(self, "path", path)
-        _set(self, "reason", reason)
-        _set(self, "expected", expected)
-        _set(self, "text", text)
-
-    def __repr__(self) -> str:
-        return (f"Proposal(id={self.id!r}, run_id={self.run_id!r}, "
-                f"ordinal={self.ordinal!r}, op={self.op!r}, record_id={self.record_id!r}, "
-                f"path={self.path!r}, reason={self.reason!r}, expected={self.expected!r}, "
-                f"text={self.text!r})")
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.id, self.run_id, self.ordinal, self.op, self.record_id, self.path,
-                self.reason, self.expected, self.text)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Proposal) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
+        set_field(self, "id", id)
+        set_field(self, "run_id", run_id)
+        set_field(self, "ordinal", ordinal)
+        set_field(self, "op", op)
+        set_field(self, "record_id", record_id)
+        set_field(self, "path", path)
+        set_field(self, "reason", reason)
+        set_field(self, "expected", expected)
+        set_field(self, "text", text)
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "run_id": self.run_id, "ordinal": self.ordinal,
@@ -176,11 +131,12 @@ def proposal_id(rid: str, record: Record) -> str:
     return "p-" + hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
-class IngestPlan:
+class IngestPlan(Plain):
     """What an ingest writes: the changes, the proposals, notes, and the tests' states
     with the run folded in; ``texts``: beside each decision, its record's canonical text
     (:func:`memidex.records.codec.dump_record`, checked to load back; None: no record),
     so the writer need not encode it again."""
+    __slots__ = ("decisions", "proposals", "notes", "tests", "texts")
 
     decisions: list[Decision]
     proposals: list[Proposal]
@@ -197,20 +153,6 @@ class IngestPlan:
         self.notes = notes if notes is not None else list()
         self.tests = tests if tests is not None else dict()
         self.texts = texts if texts is not None else list()
-
-    def __repr__(self) -> str:
-        return (f"IngestPlan(decisions={self.decisions!r}, proposals={self.proposals!r}, "
-                f"notes={self.notes!r}, tests={self.tests!r}, texts={self.texts!r})")
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.decisions, self.proposals, self.notes, self.tests, self.texts)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, IngestPlan) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._key() == other._key()
-
-    __hash__ = None  # type: ignore[assignment]
 
 
 # --- analysis --------------------------------------------------------------------------

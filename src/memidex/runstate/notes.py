@@ -26,12 +26,12 @@ from memidex.config import Config
 from memidex.errors import InvalidInputError, StateDamagedError, UsageError
 from memidex.evidence import RUN_ID_PATTERN
 from memidex.masking import Masker
+from memidex.plain import Frozen, set_field
 from memidex.store.fsio import append, dump_json, refuse_symlink
 
 __all__ = ["MAX_NOTE_CHARS", "MAX_NOTES", "Note", "add", "forget", "notes", "notes_dir",
            "notes_path", "prune"]
 
-_set = object.__setattr__  # a frozen value's fields, set once in __init__
 
 MAX_NOTE_CHARS = 2000
 """The longest note (characters): a note is a line or two, not a log."""
@@ -41,7 +41,7 @@ MAX_NOTES = 500
 _RUN_ID_RE = re.compile(RUN_ID_PATTERN[1:-1])
 
 
-class Note:
+class Note(Frozen):
     """One note: when it was written (UTC, ISO 8601) and its masked text."""
 
     at: str
@@ -50,28 +50,8 @@ class Note:
     __slots__ = ("at", "text")
 
     def __init__(self, at: str, text: str) -> None:
-        _set(self, "at", at)
-        _set(self, "text", text)
-
-    def __repr__(self) -> str:
-        return (f"Note(at={self.at!r}, text={self.text!r})")
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.at, self.text)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Note) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
+        set_field(self, "at", at)
+        set_field(self, "text", text)
 
     def to_json(self) -> dict[str, str]:
         return {"at": self.at, "text": self.text}

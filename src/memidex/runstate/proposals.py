@@ -13,16 +13,15 @@ from pathlib import Path
 
 from memidex.errors import NotFoundError, Problem, StateDamagedError, UsageError
 from memidex.learning.plan import Proposal
+from memidex.plain import Frozen, set_field
 from memidex.store.files import Store
 from memidex.store.fsio import dump_json
 from memidex.store.state import StateWriter, load_state
 
 __all__ = ["Listing", "Proposals"]
 
-_set = object.__setattr__  # a frozen value's fields, set once in __init__
 
-
-class Listing:
+class Listing(Frozen):
     """The queue: the proposals that load (by ordinal, then id), and the files that
     do not."""
 
@@ -33,28 +32,8 @@ class Listing:
 
     def __init__(self, proposals: tuple[Proposal, ...] = (),
                  damaged: tuple[Problem, ...] | None = None) -> None:
-        _set(self, "proposals", proposals)
-        _set(self, "damaged", damaged if damaged is not None else tuple())
-
-    def __repr__(self) -> str:
-        return (f"Listing(proposals={self.proposals!r}, damaged={self.damaged!r})")
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.proposals, self.damaged)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Listing) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
+        set_field(self, "proposals", proposals)
+        set_field(self, "damaged", damaged if damaged is not None else tuple())
 
 
 class Proposals:

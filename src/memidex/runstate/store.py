@@ -28,12 +28,12 @@ from typing import Any
 from memidex.config import Config
 from memidex.errors import InvalidInputError, Problem, StateDamagedError
 from memidex.evidence import RUN_ID_PATTERN, Run, parse_run
+from memidex.plain import Frozen, set_field
 from memidex.store.fsio import dump_json, refuse_symlink
 from memidex.store.state import StateWriter, load_state
 
 __all__ = ["FrozenRun", "RunResult", "RunStore", "runs_dir"]
 
-_set = object.__setattr__  # a frozen value's fields, set once in __init__
 
 VERSION = 1
 _RUN_ID_RE = re.compile(RUN_ID_PATTERN[1:-1])
@@ -43,7 +43,7 @@ def runs_dir(config: Config) -> Path:
     return config.state_path / "runs"
 
 
-class FrozenRun:
+class FrozenRun(Frozen):
     """A run as ingested: never changed after it is written."""
 
     run: Run
@@ -57,34 +57,12 @@ class FrozenRun:
 
     def __init__(self, run: Run, ordinal: int, digest: str, analysis: Mapping[str, str],
                  path: Path, why: Mapping[str, str] | None = None) -> None:
-        _set(self, "run", run)
-        _set(self, "ordinal", ordinal)
-        _set(self, "digest", digest)
-        _set(self, "analysis", analysis)
-        _set(self, "path", path)
-        _set(self, "why", why if why is not None else dict())
-
-    def __repr__(self) -> str:
-        return (f"FrozenRun(run={self.run!r}, ordinal={self.ordinal!r}, "
-                f"digest={self.digest!r}, analysis={self.analysis!r}, path={self.path!r}, "
-                f"why={self.why!r})")
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.run, self.ordinal, self.digest, self.analysis, self.path, self.why)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, FrozenRun) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
+        set_field(self, "run", run)
+        set_field(self, "ordinal", ordinal)
+        set_field(self, "digest", digest)
+        set_field(self, "analysis", analysis)
+        set_field(self, "path", path)
+        set_field(self, "why", why if why is not None else dict())
 
     @property
     def run_id(self) -> str:

@@ -27,6 +27,7 @@ from memidex.errors import (
     from_sqlite_error,
     sqlite_fault,
 )
+from memidex.plain import Frozen, set_field
 from memidex.store.fsio import fsync_file, read_int, read_json, swap_into_place
 from memidex.write.procs import boot_id, gone_reason, host_name, process_alive
 
@@ -34,7 +35,6 @@ __all__ = ["AUTHORITY_FILE", "EPOCH_FILE", "LEASE_FILE", "Authority", "Holder", 
            "connect", "held_by", "is_busy", "lease_copy_epoch", "peek_holder", "read_holder",
            "same_file", "storage_failure"]
 
-_set = object.__setattr__  # a frozen value's fields, set once in __init__
 
 AUTHORITY_FILE = ".writer-authority.sqlite"
 LEASE_FILE = ".lease"
@@ -83,7 +83,7 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 
-class Holder:
+class Holder(Frozen):
     """The lease row as read from the authority DB."""
 
     epoch: int
@@ -112,41 +112,16 @@ class Holder:
                  heartbeat: float | None, ttl: float | None,
                  heartbeat_mono: float | None = None,
                  heartbeat_kernel: float | None = None) -> None:
-        _set(self, "epoch", epoch)
-        _set(self, "token", token)
-        _set(self, "pid", pid)
-        _set(self, "pid_start", pid_start)
-        _set(self, "boot_id", boot_id)
-        _set(self, "host", host)
-        _set(self, "heartbeat", heartbeat)
-        _set(self, "ttl", ttl)
-        _set(self, "heartbeat_mono", heartbeat_mono)
-        _set(self, "heartbeat_kernel", heartbeat_kernel)
-
-    def __repr__(self) -> str:
-        return (f"Holder(epoch={self.epoch!r}, token={self.token!r}, pid={self.pid!r}, "
-                f"pid_start={self.pid_start!r}, boot_id={self.boot_id!r}, "
-                f"host={self.host!r}, heartbeat={self.heartbeat!r}, ttl={self.ttl!r}, "
-                f"heartbeat_mono={self.heartbeat_mono!r}, "
-                f"heartbeat_kernel={self.heartbeat_kernel!r})")
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.epoch, self.token, self.pid, self.pid_start, self.boot_id, self.host,
-                self.heartbeat, self.ttl, self.heartbeat_mono, self.heartbeat_kernel)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Holder) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
+        set_field(self, "epoch", epoch)
+        set_field(self, "token", token)
+        set_field(self, "pid", pid)
+        set_field(self, "pid_start", pid_start)
+        set_field(self, "boot_id", boot_id)
+        set_field(self, "host", host)
+        set_field(self, "heartbeat", heartbeat)
+        set_field(self, "ttl", ttl)
+        set_field(self, "heartbeat_mono", heartbeat_mono)
+        set_field(self, "heartbeat_kernel", heartbeat_kernel)
 
     @property
     def held(self) -> bool:

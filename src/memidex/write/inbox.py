@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import memidex.errors as errors
 from memidex.errors import InvalidInputError, LeaseError, MemidexError, RecordError
+from memidex.plain import Frozen, set_field
 from memidex.records.codec import dump_record, parse_record_bytes
 from memidex.store.fsio import atomic_write, dump_json, read_json
 from memidex.write.authority import held_by
@@ -55,7 +56,6 @@ __all__ = [
     "live_daemon",
 ]
 
-_set = object.__setattr__  # a frozen value's fields, set once in __init__
 
 SUBMITTED = threading.Event()
 """Set when this process queued an item (a warm server's ``runs ingest``): a daemon in
@@ -85,7 +85,7 @@ MARKER_MAX_AGE = 3600.0  # markers nobody collected are removed by the next daem
 # --- the daemon's presence -------------------------------------------------------------
 
 
-class DaemonInfo:
+class DaemonInfo(Frozen):
     """A daemon that holds the writer lease right now."""
 
     pid: int
@@ -95,30 +95,9 @@ class DaemonInfo:
     __slots__ = ("pid", "epoch", "heartbeat_age")
 
     def __init__(self, pid: int, epoch: int, heartbeat_age: float) -> None:
-        _set(self, "pid", pid)
-        _set(self, "epoch", epoch)
-        _set(self, "heartbeat_age", heartbeat_age)
-
-    def __repr__(self) -> str:
-        return (f"DaemonInfo(pid={self.pid!r}, epoch={self.epoch!r}, "
-                f"heartbeat_age={self.heartbeat_age!r})")
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.pid, self.epoch, self.heartbeat_age)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, DaemonInfo) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
+        set_field(self, "pid", pid)
+        set_field(self, "epoch", epoch)
+        set_field(self, "heartbeat_age", heartbeat_age)
 
     def describe(self) -> str:
         return held_by(self.pid, self.epoch, self.heartbeat_age)
@@ -158,7 +137,7 @@ def live_daemon(store: Store) -> DaemonInfo | None:
 # --- the corrections queue -------------------------------------------------------------
 
 
-class Outcome:
+class Outcome(Frozen):
     """What the applier wrote in an item's marker."""
 
     ok: bool
@@ -178,38 +157,14 @@ class Outcome:
                  exit_code: int = errors.EXIT_LEASE, message: str = "",
                  hint: str | None = None, applied_by: int | None = None,
                  result: Mapping[str, Any] | None = None) -> None:
-        _set(self, "ok", ok)
-        _set(self, "changed", changed)
-        _set(self, "error", error)
-        _set(self, "exit_code", exit_code)
-        _set(self, "message", message)
-        _set(self, "hint", hint)
-        _set(self, "applied_by", applied_by)
-        _set(self, "result", result if result is not None else dict())
-
-    def __repr__(self) -> str:
-        return (f"Outcome(ok={self.ok!r}, changed={self.changed!r}, error={self.error!r}, "
-                f"exit_code={self.exit_code!r}, message={self.message!r}, "
-                f"hint={self.hint!r}, applied_by={self.applied_by!r}, "
-                f"result={self.result!r})")
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.ok, self.changed, self.error, self.exit_code, self.message, self.hint,
-                self.applied_by, self.result)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Outcome) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
+        set_field(self, "ok", ok)
+        set_field(self, "changed", changed)
+        set_field(self, "error", error)
+        set_field(self, "exit_code", exit_code)
+        set_field(self, "message", message)
+        set_field(self, "hint", hint)
+        set_field(self, "applied_by", applied_by)
+        set_field(self, "result", result if result is not None else dict())
 
     def raise_for_failure(self) -> None:
         """Raise the applier's error again, with its exit code, in the submitter."""

@@ -7,12 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from memidex.plain import Frozen, set_field
+
 if TYPE_CHECKING:
     from memidex.write.writer import Change, WriterSession
 
 __all__ = ["CHANGES", "Handler", "Job", "JobResult"]
 
-_set = object.__setattr__  # a frozen value's fields, set once in __init__
 
 CHANGES = "changes"
 """The built-in job: one change set of records (``payload["changes"]``)."""
@@ -22,7 +23,7 @@ Handler = Callable[["WriterSession", Mapping[str, Any]], dict[str, Any]]
 (JSON data: it may travel back from the daemon through the inbox)."""
 
 
-class Job:
+class Job(Frozen):
     """One unit of writing. ``payload`` is what the handler gets when the job is queued
     for a daemon (JSON data); ``local`` what it gets when it runs in this process (it may
     hold objects, so nothing is encoded and decoded again; default: ``payload()``)."""
@@ -43,41 +44,17 @@ class Job:
                  local: Mapping[str, Any] | None = None, local_only: bool = False,
                  changes: Sequence[Change] = (), run_id: str | None = None,
                  ordinal: int | None = None) -> None:
-        _set(self, "kind", kind)
-        _set(self, "command", command)
-        _set(self, "payload", payload)
-        _set(self, "local", local)
-        _set(self, "local_only", local_only)
-        _set(self, "changes", changes)
-        _set(self, "run_id", run_id)
-        _set(self, "ordinal", ordinal)
-
-    def __repr__(self) -> str:
-        return (f"Job(kind={self.kind!r}, command={self.command!r}, "
-                f"payload={self.payload!r}, local={self.local!r}, "
-                f"local_only={self.local_only!r}, changes={self.changes!r}, "
-                f"run_id={self.run_id!r}, ordinal={self.ordinal!r})")
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.kind, self.command, self.payload, self.local, self.local_only,
-                self.changes, self.run_id, self.ordinal)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Job) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
+        set_field(self, "kind", kind)
+        set_field(self, "command", command)
+        set_field(self, "payload", payload)
+        set_field(self, "local", local)
+        set_field(self, "local_only", local_only)
+        set_field(self, "changes", changes)
+        set_field(self, "run_id", run_id)
+        set_field(self, "ordinal", ordinal)
 
 
-class JobResult:
+class JobResult(Frozen):
     """What a job returned (``result``), or, queued with ``no_wait``, the id of the
     daemon's inbox item (``queued``); for a change set, which changes wrote."""
 
@@ -89,27 +66,8 @@ class JobResult:
 
     def __init__(self, result: dict[str, Any] | None = None, queued: str | None = None,
                  changed: tuple[bool, ...] = ()) -> None:
-        _set(self, "result", result if result is not None else dict())
-        _set(self, "queued", queued)
-        _set(self, "changed", changed)
+        set_field(self, "result", result if result is not None else dict())
+        set_field(self, "queued", queued)
+        set_field(self, "changed", changed)
 
-    def __repr__(self) -> str:
-        return (f"JobResult(result={self.result!r}, queued={self.queued!r}, "
-                f"changed={self.changed!r})")
 
-    def _key(self) -> tuple[object, ...]:
-        return (self.result, self.queued, self.changed)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, JobResult) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")

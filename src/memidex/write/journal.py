@@ -32,15 +32,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from memidex.plain import Frozen, set_field
 from memidex.store.fsio import append, atomic_write, dump_json, read_json
 from memidex.write.procs import process_alive
 
 __all__ = ["ChangeSet", "Journal", "Op", "Owner"]
 
-_set = object.__setattr__  # a frozen value's fields, set once in __init__
 
-
-class Op:
+class Op(Frozen):
     """One planned change: ``write`` (``data`` is the canonical text) or ``remove``."""
 
     op: str
@@ -53,39 +52,18 @@ class Op:
 
     def __init__(self, op: str, path: str, before: str | None, after: str | None = None,
                  data: str | None = None) -> None:
-        _set(self, "op", op)
-        _set(self, "path", path)
-        _set(self, "before", before)
-        _set(self, "after", after)
-        _set(self, "data", data)
-
-    def __repr__(self) -> str:
-        return (f"Op(op={self.op!r}, path={self.path!r}, before={self.before!r}, "
-                f"after={self.after!r}, data={self.data!r})")
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.op, self.path, self.before, self.after, self.data)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Op) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
+        set_field(self, "op", op)
+        set_field(self, "path", path)
+        set_field(self, "before", before)
+        set_field(self, "after", after)
+        set_field(self, "data", data)
 
     def as_dict(self) -> dict[str, Any]:
         return {"op": self.op, "path": self.path, "before": self.before,
                 "after": self.after, "data": self.data}
 
 
-class Owner:
+class Owner(Frozen):
     """The process (and epoch) that journaled a change set."""
 
     pid: int
@@ -98,32 +76,11 @@ class Owner:
 
     def __init__(self, pid: int, pid_start: int | None, boot_id: str, host: str,
                  epoch: int) -> None:
-        _set(self, "pid", pid)
-        _set(self, "pid_start", pid_start)
-        _set(self, "boot_id", boot_id)
-        _set(self, "host", host)
-        _set(self, "epoch", epoch)
-
-    def __repr__(self) -> str:
-        return (f"Owner(pid={self.pid!r}, pid_start={self.pid_start!r}, "
-                f"boot_id={self.boot_id!r}, host={self.host!r}, epoch={self.epoch!r})")
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.pid, self.pid_start, self.boot_id, self.host, self.epoch)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Owner) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
+        set_field(self, "pid", pid)
+        set_field(self, "pid_start", pid_start)
+        set_field(self, "boot_id", boot_id)
+        set_field(self, "host", host)
+        set_field(self, "epoch", epoch)
 
     def alive(self) -> bool:
         return process_alive(self.pid, self.pid_start, self.boot_id, self.host)

@@ -35,18 +35,18 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from memidex.plain import Frozen, Plain, set_field
 from memidex.records.digest import HASH_TAG, content_hash, verify_hash
 from memidex.store import fsio
 
 __all__ = ["Entry", "Ledger", "LedgerOp", "LedgerStats"]
 
-_set = object.__setattr__  # a frozen value's fields, set once in __init__
 
 VERSION = 1
 _PACK_MAGIC = b"memidex-blob-pack 1\n"
 
 
-class LedgerOp:
+class LedgerOp(Frozen):
     """What one change did to one record file."""
 
     path: str  # relative to the repository root
@@ -59,39 +59,18 @@ class LedgerOp:
 
     def __init__(self, path: str, record_id: str, op: str, before: str | None,
                  after: str | None) -> None:
-        _set(self, "path", path)
-        _set(self, "record_id", record_id)
-        _set(self, "op", op)
-        _set(self, "before", before)
-        _set(self, "after", after)
-
-    def __repr__(self) -> str:
-        return (f"LedgerOp(path={self.path!r}, record_id={self.record_id!r}, "
-                f"op={self.op!r}, before={self.before!r}, after={self.after!r})")
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.path, self.record_id, self.op, self.before, self.after)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, LedgerOp) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
+        set_field(self, "path", path)
+        set_field(self, "record_id", record_id)
+        set_field(self, "op", op)
+        set_field(self, "before", before)
+        set_field(self, "after", after)
 
     def as_dict(self) -> dict[str, Any]:
         return {"path": self.path, "record": self.record_id, "op": self.op,
                 "before": self.before, "after": self.after}
 
 
-class Entry:
+class Entry(Frozen):
     """One change set in the ledger."""
 
     id: str  # the journal's change-set id
@@ -111,40 +90,16 @@ class Entry:
     def __init__(self, id: str, command: str, run_id: str | None, ordinal: int | None,
                  epoch: int, outcome: str, ops: tuple[LedgerOp, ...], at: float = 0.0,
                  seq: int = 0, rollback_of: tuple[str, ...] = ()) -> None:
-        _set(self, "id", id)
-        _set(self, "command", command)
-        _set(self, "run_id", run_id)
-        _set(self, "ordinal", ordinal)
-        _set(self, "epoch", epoch)
-        _set(self, "outcome", outcome)
-        _set(self, "ops", ops)
-        _set(self, "at", at)
-        _set(self, "seq", seq)
-        _set(self, "rollback_of", rollback_of)
-
-    def __repr__(self) -> str:
-        return (f"Entry(id={self.id!r}, command={self.command!r}, run_id={self.run_id!r}, "
-                f"ordinal={self.ordinal!r}, epoch={self.epoch!r}, "
-                f"outcome={self.outcome!r}, ops={self.ops!r}, at={self.at!r}, "
-                f"seq={self.seq!r}, rollback_of={self.rollback_of!r})")
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.id, self.command, self.run_id, self.ordinal, self.epoch, self.outcome,
-                self.ops, self.at, self.seq, self.rollback_of)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Entry) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
+        set_field(self, "id", id)
+        set_field(self, "command", command)
+        set_field(self, "run_id", run_id)
+        set_field(self, "ordinal", ordinal)
+        set_field(self, "epoch", epoch)
+        set_field(self, "outcome", outcome)
+        set_field(self, "ops", ops)
+        set_field(self, "at", at)
+        set_field(self, "seq", seq)
+        set_field(self, "rollback_of", rollback_of)
 
     @property
     def landed(self) -> bool:
@@ -164,7 +119,8 @@ class Entry:
                 "ops": [op.as_dict() for op in self.ops]}
 
 
-class LedgerStats:
+class LedgerStats(Plain):
+    __slots__ = ("entries", "starts", "damaged_lines", "duplicates")
     entries: int
     starts: int  # how often the ledger (re)started: > 1 means it was lost meanwhile
     damaged_lines: int
@@ -176,20 +132,6 @@ class LedgerStats:
         self.starts = starts
         self.damaged_lines = damaged_lines
         self.duplicates = duplicates
-
-    def __repr__(self) -> str:
-        return (f"LedgerStats(entries={self.entries!r}, starts={self.starts!r}, "
-                f"damaged_lines={self.damaged_lines!r}, duplicates={self.duplicates!r})")
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.entries, self.starts, self.damaged_lines, self.duplicates)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, LedgerStats) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._key() == other._key()
-
-    __hash__ = None  # type: ignore[assignment]
 
 
 def _entry(data: Any, seq: int) -> Entry:
@@ -225,8 +167,9 @@ def record_id_of(path: str) -> str:
     return name[:-3] if name.endswith(".md") else name
 
 
-class Ledger:
+class Ledger(Plain):
     """The ``queue/ledger`` folder of one knowledge folder."""
+    __slots__ = ("queue_dir", "dir", "file", "blobs_dir")
 
     queue_dir: Path
     dir: Path
@@ -236,20 +179,6 @@ class Ledger:
     def __init__(self, queue_dir: Path) -> None:
         self.queue_dir = queue_dir
         self.__post_init__()
-
-    def __repr__(self) -> str:
-        return (f"Ledger(queue_dir={self.queue_dir!r}, dir={self.dir!r}, "
-                f"file={self.file!r}, blobs_dir={self.blobs_dir!r})")
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.queue_dir, self.dir, self.file, self.blobs_dir)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Ledger) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._key() == other._key()
-
-    __hash__ = None  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         self.dir = self.queue_dir / "ledger"

@@ -11,10 +11,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from memidex.plain import Frozen, set_field
+
 __all__ = ["ProcessId", "boot_id", "current_process", "gone_reason", "host_name",
            "kernel_clock", "pid_start_time", "process_alive"]
-
-_set = object.__setattr__  # a frozen value's fields, set once in __init__
 
 
 @cache
@@ -60,7 +60,7 @@ def pid_start_time(pid: int) -> int | None:
     return int(rest[19])
 
 
-class ProcessId:
+class ProcessId(Frozen):
     """Who a process is, in a way that survives pid reuse and reboots."""
 
     pid: int
@@ -71,31 +71,10 @@ class ProcessId:
     __slots__ = ("pid", "start", "boot_id", "host")
 
     def __init__(self, pid: int, start: int | None, boot_id: str, host: str) -> None:
-        _set(self, "pid", pid)
-        _set(self, "start", start)
-        _set(self, "boot_id", boot_id)
-        _set(self, "host", host)
-
-    def __repr__(self) -> str:
-        return (f"ProcessId(pid={self.pid!r}, start={self.start!r}, "
-                f"boot_id={self.boot_id!r}, host={self.host!r})")
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.pid, self.start, self.boot_id, self.host)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ProcessId) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
+        set_field(self, "pid", pid)
+        set_field(self, "start", start)
+        set_field(self, "boot_id", boot_id)
+        set_field(self, "host", host)
 
     def as_dict(self) -> dict[str, Any]:
         return {"pid": self.pid, "pid_start": self.start, "boot_id": self.boot_id,

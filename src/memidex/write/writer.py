@@ -49,6 +49,7 @@ from memidex.store.fsio import (
     temp_name,
     write_new,
 )
+from memidex.write.changes import Change, Recovery, Remove, Write
 from memidex.write.journal import ChangeSet, Journal, Op, Owner
 from memidex.write.lease import Fenced, Lease
 from memidex.write.ledger import Entry, Ledger, LedgerOp, record_id_of
@@ -64,99 +65,6 @@ __all__ = [
     "writer_session",
 ]
 
-_set = object.__setattr__  # a frozen value's fields, set once in __init__
-
-
-class Write:
-    """Write ``record`` to ``records/<kind>/<id>.md``.
-
-    ``expected``: the content hash the caller read (``None``: the file must not exist);
-    ``False`` skips that check. Either way a file changed between planning and replacing
-    is never clobbered.
-    """
-
-    record: Record
-    expected: str | None | bool
-    current: Record | None
-    """The record the caller parsed from the bytes ``expected`` names (optional): the
-    writer then does not parse the file again to see whether anything changed."""
-    text: str | None
-    """``dump_record(record)``, when the caller encoded the record already (optional):
-    the writer then does not encode it again."""
-    data: bytes | None
-    """The bytes whose content hash ``expected`` is, when the caller read them (optional):
-    the writer then plans from them instead of reading the file again; the file is
-    checked against ``expected`` inside the fence all the same (a file changed meanwhile
-    is a ConflictError and nothing of the change set is installed)."""
-
-    __slots__ = ("record", "expected", "current", "text", "data")
-
-    def __init__(self, record: Record, expected: str | None | bool = False,
-                 current: Record | None = None, text: str | None = None,
-                 data: bytes | None = None) -> None:
-        _set(self, "record", record)
-        _set(self, "expected", expected)
-        _set(self, "current", current)
-        _set(self, "text", text)
-        _set(self, "data", data)
-
-    def __repr__(self) -> str:
-        return (f"Write(record={self.record!r}, expected={self.expected!r}, "
-                f"current={self.current!r}, text={self.text!r}, data={self.data!r})")
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.record, self.expected, self.current, self.text, self.data)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Write) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
-
-
-class Remove:
-    """Delete the record file at ``relpath`` (relative to the repository root)."""
-
-    relpath: str
-    expected: str | None | bool
-
-    __slots__ = ("relpath", "expected")
-
-    def __init__(self, relpath: str, expected: str | None | bool = False) -> None:
-        _set(self, "relpath", relpath)
-        _set(self, "expected", expected)
-
-    def __repr__(self) -> str:
-        return (f"Remove(relpath={self.relpath!r}, expected={self.expected!r})")
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.relpath, self.expected)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Remove) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
-
-
-Change = Write | Remove
-
 
 class FencedState:
     """A :class:`memidex.store.state.StateWriter` whose every write is fenced by the
@@ -170,41 +78,6 @@ class FencedState:
 
     def remove(self, path: Path) -> None:
         self._session.remove_state(path)
-
-
-class Recovery:
-    """What a session found and did on entry."""
-
-    staging_removed: list[str]
-    replayed: list[str]  # change set ids finished
-    skipped_live: list[str]  # owned by a live process
-    abandoned: list[str]  # conflicts, moved aside
-    settled: list[str]  # interrupted installs marked done
-
-    def __init__(self, staging_removed: list[str] | None = None,
-                 replayed: list[str] | None = None, skipped_live: list[str] | None = None,
-                 abandoned: list[str] | None = None, settled: list[str] | None = None) -> None:
-        self.staging_removed = staging_removed if staging_removed is not None else list()
-        self.replayed = replayed if replayed is not None else list()
-        self.skipped_live = skipped_live if skipped_live is not None else list()
-        self.abandoned = abandoned if abandoned is not None else list()
-        self.settled = settled if settled is not None else list()
-
-    def __repr__(self) -> str:
-        return (f"Recovery(staging_removed={self.staging_removed!r}, "
-                f"replayed={self.replayed!r}, skipped_live={self.skipped_live!r}, "
-                f"abandoned={self.abandoned!r}, settled={self.settled!r})")
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.staging_removed, self.replayed, self.skipped_live, self.abandoned,
-                self.settled)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Recovery) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._key() == other._key()
-
-    __hash__ = None  # type: ignore[assignment]
 
 
 class WriterSession:
