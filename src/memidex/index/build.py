@@ -41,6 +41,7 @@ from memidex.index.rows import (
     unreadable,
 )
 from memidex.index.schema import POST_LOAD, SCHEMA_VERSION, TOKENIZER
+from memidex.index.segments import Segment, SegmentCopier, SegmentWriter, accepts_segments
 from memidex.index.staleness import Snapshot, take_snapshot
 from memidex.store.files import FileStat, Store
 from memidex.store.fsio import fsync_file, swap_into_place
@@ -103,6 +104,7 @@ class Batch(NamedTuple):
     edges: list[tuple[Any, ...]]
     problems: list[tuple[str, int, str]]
     fingerprint: int
+    fts: Segment | None = None  # the records' FTS5 segment, made by a parser process
 
 
 def flatten(rows: Sequence[FileRows], first_rowid: int, *, dense: bool) -> Batch:
@@ -151,18 +153,26 @@ def _batch(store: Store, files: Sequence[FileStat], start: int, end: int) -> Bat
 
 # What the parser processes read, set in the parent just while they are forked (under a
 # lock, should two threads rebuild): a chunk is then sent as two numbers, not as 500
-# pickled file stats.
-_FORKED: tuple[Store, Sequence[FileStat]] | None = None
+# pickled file stats. The third: whether they make the batches' FTS5 segments.
+_FORKED: tuple[Store, Sequence[FileStat], bool] | None = None
 _FORK_LOCK = threading.Lock()
+_WRITER: list[SegmentWriter] = []  # a parser process's own
 
 
 def _forked_batch(span: tuple[int, int]) -> bytes:
     """A parser process's batch, in ``marshal`` form (half the cost of pickle for plain
-    tuples and strings, on both sides of the pipe)."""
+    tuples and strings, on both sides of the pipe), with its FTS5 segment when asked."""
     import marshal
 
     assert _FORKED is not None
-    return marshal.dumps(tuple(_batch(*_FORKED, *span)))
+    store, files, segments = _FORKED
+    batch = _batch(store, files, *span)
+    if segments:
+        if not _WRITER:
+            _WRITER.append(SegmentWriter())
+        batch = batch._replace(fts=_WRITER[0].segment(
+            [(r[0], r[7], r[8], r[9]) for r in batch.records]))
+    return marshal.dumps(tuple(batch))
 
 
 def _ignore_sigint() -> None:
@@ -171,9 +181,11 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _iter_batches(store: Store, files: Sequence[FileStat], jobs: int) -> Iterator[Batch]:
+def _iter_batches(store: Store, files: Sequence[FileStat], jobs: int, *,
+                  segments: bool = False) -> Iterator[Batch]:
     """Batches in path order; parsed (and flattened) by a process pool when there are
-    many files, so the parent only inserts."""
+    many files, so the parent only inserts — with their FTS5 segments (``segments``:
+    :mod:`memidex.index.segments`) made there too."""
     global _FORKED
     # The first chunks are small, so that the parent starts inserting at once.
     spans = []
@@ -190,7 +202,7 @@ def _iter_batches(store: Store, files: Sequence[FileStat], jobs: int) -> Iterato
 
     ctx = multiprocessing.get_context("fork")
     with _FORK_LOCK:
-        _FORKED = (store, files)
+        _FORKED = (store, files, segments)
         try:
             # the processes fork here, with _FORKED set; Ctrl-C is the parent's to handle
             pool = ctx.Pool(jobs, initializer=_ignore_sigint)
@@ -228,16 +240,20 @@ INSERT_PROBLEM = "INSERT INTO problems(path, line, reason) VALUES (?,?,?)"
 INSERT_POLICY = "INSERT OR REPLACE INTO policies VALUES (?,?,?,?,?,?,?)"
 
 
-def insert_batch(conn: sqlite3.Connection, batch: Batch, *, stage_anchors: bool = False
-                 ) -> None:
+def insert_batch(conn: sqlite3.Connection, batch: Batch, *, stage_anchors: bool = False,
+                 segments: SegmentCopier | None = None) -> None:
     """``stage_anchors``: into ``temp.staged_anchors`` (a rebuild), for one sorted insert
     at the end (:func:`_insert_staged_anchors`) — at 100,000 records the anchors' b-tree
-    costs three times as much filled in record order."""
+    costs three times as much filled in record order. A batch's FTS5 segment, if it has
+    one, goes to ``segments``."""
     conn.executemany(INSERT_FILE, batch.files)
     conn.executemany(INSERT_RECORD, batch.records)
-    # (rowid, title, body, anchors), built here: sent from a parser, the text would
-    # cross the pipe twice
-    conn.executemany(INSERT_FTS, [(r[0], r[7], r[8], r[9]) for r in batch.records])
+    if batch.fts is not None and segments is not None:
+        segments.add(batch.fts)
+    else:
+        # (rowid, title, body, anchors), built here: sent from a parser, the text would
+        # cross the pipe twice
+        conn.executemany(INSERT_FTS, [(r[0], r[7], r[8], r[9]) for r in batch.records])
     conn.executemany(INSERT_VERSION, batch.versions)
     conn.executemany(STAGE_ANCHOR if stage_anchors else INSERT_ANCHOR, batch.anchors)
     conn.executemany(INSERT_EDGE, batch.edges)
@@ -321,10 +337,11 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
         done = 0
         fingerprint = 0
         workers = jobs if jobs is not None else (os.cpu_count() or 1)
-        for batch in _iter_batches(store, files, workers):
+        copier = SegmentCopier(conn) if accepts_segments(conn) else None
+        for batch in _iter_batches(store, files, workers, segments=copier is not None):
             if snapper.ident is None:
                 snapper.start()
-            insert_batch(conn, batch, stage_anchors=True)
+            insert_batch(conn, batch, stage_anchors=True, segments=copier)
             fingerprint ^= batch.fingerprint
             done += len(batch.files)
             if progress:
@@ -339,7 +356,10 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
         conn.executemany(INSERT_PROBLEM, pproblems)
         # One FTS segment instead of dozens: each query term then costs one b-tree probe,
         # not one per segment. Before the secondary indexes, which reuse the freed pages.
-        conn.execute("INSERT INTO records_fts(records_fts) VALUES('optimize')")
+        if copier is not None and copier.copied:
+            copier.finish()
+        else:
+            conn.execute("INSERT INTO records_fts(records_fts) VALUES('optimize')")
         for statement in POST_LOAD.split(";"):
             if statement.strip():
                 conn.execute(statement)
