@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from conftest import integrity
 from memidex.config import load_config
+from memidex.errors import MemidexError
 from memidex.index import build, segments
 from memidex.index.db import IndexDB, create_schema
 from memidex.index.refresh import refresh
@@ -79,6 +80,8 @@ def _fts(db: Path) -> dict[str, Any]:
                                      ).fetchall(),
             "docsize": conn.execute("SELECT * FROM records_fts_docsize ORDER BY 1").fetchall(),
             "config": conn.execute("SELECT * FROM records_fts_config ORDER BY 1").fetchall(),
+            "types": conn.execute("SELECT DISTINCT typeof(block) FROM records_fts_data"
+                                  ).fetchall(),
             "vocab": conn.execute("SELECT * FROM records_vocab ORDER BY 1").fetchall(),
             "instances": conn.execute("SELECT * FROM records_vocab_i ORDER BY 1, 2, 3, 4"
                                       ).fetchall(),
@@ -121,6 +124,7 @@ def test_copied_segments_make_the_index_inserting_makes(
     assert n_a == n_b == 1 and levels_b >= levels_a
     assert a == b
     assert len(a["records"]) == 700 and len(a["vocab"]) > 1000
+    assert b["types"] == [("blob",)]
     assert all(a[q] for q in QUERIES if q != '"zzz"')
     assert _dumped(inserted) == _dumped(copied)
 
@@ -240,3 +244,22 @@ def test_varints_are_sqlites() -> None:
     assert segments._varints(block) == totals
     assert b"".join(map(segments._varint, totals)) == block
     conn.close()
+
+
+def test_a_failed_merge_fails_the_rebuild_and_leaves_the_old_index(
+        corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(corpus, root)
+    target = Store(load_config(root)).config.index_path
+    _rebuild(root, target, monkeypatch, copy=True)
+    before = target.read_bytes()
+
+    def broken(self: segments.SegmentCopier) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(segments.SegmentCopier, "finish", broken)
+    with pytest.raises(MemidexError) as failure:
+        _rebuild(root, target, monkeypatch, copy=True)
+    assert "disk" in str(failure.value) or "space" in str(failure.value)
+    assert target.read_bytes() == before
+    assert sorted(p.name for p in target.parent.iterdir()) == [target.name]

@@ -41,7 +41,7 @@ from memidex.index.rows import (
     unreadable,
 )
 from memidex.index.schema import POST_LOAD, SCHEMA_VERSION, TOKENIZER
-from memidex.index.segments import Segment, SegmentCopier, SegmentWriter, accepts_segments
+from memidex.index.segments import Segment, SegmentMerger, SegmentWriter, accepts_segments
 from memidex.index.staleness import Snapshot, take_snapshot
 from memidex.store.files import FileStat, Store
 from memidex.store.fsio import fsync_file, swap_into_place
@@ -181,6 +181,10 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def _parallel(files: Sequence[FileStat], jobs: int) -> bool:
+    return jobs > 1 and len(files) >= PARALLEL_MIN_FILES
+
+
 def _iter_batches(store: Store, files: Sequence[FileStat], jobs: int, *,
                   segments: bool = False) -> Iterator[Batch]:
     """Batches in path order; parsed (and flattened) by a process pool when there are
@@ -193,7 +197,7 @@ def _iter_batches(store: Store, files: Sequence[FileStat], jobs: int, *,
     while i < len(files):
         spans.append((i, min(len(files), i + size)))
         i, size = i + size, min(CHUNK, size * 2)
-    if jobs <= 1 or len(files) < PARALLEL_MIN_FILES:
+    if not _parallel(files, jobs):
         for start, end in spans:
             yield _batch(store, files, start, end)
         return
@@ -241,7 +245,7 @@ INSERT_POLICY = "INSERT OR REPLACE INTO policies VALUES (?,?,?,?,?,?,?)"
 
 
 def insert_batch(conn: sqlite3.Connection, batch: Batch, *, stage_anchors: bool = False,
-                 segments: SegmentCopier | None = None) -> None:
+                 segments: SegmentMerger | None = None) -> None:
     """``stage_anchors``: into ``temp.staged_anchors`` (a rebuild), for one sorted insert
     at the end (:func:`_insert_staged_anchors`) — at 100,000 records the anchors' b-tree
     costs three times as much filled in record order. A batch's FTS5 segment, if it has
@@ -249,7 +253,7 @@ def insert_batch(conn: sqlite3.Connection, batch: Batch, *, stage_anchors: bool 
     conn.executemany(INSERT_FILE, batch.files)
     conn.executemany(INSERT_RECORD, batch.records)
     if batch.fts is not None and segments is not None:
-        segments.add(batch.fts)
+        segments.put(batch.fts)
     else:
         # (rowid, title, body, anchors), built here: sent from a parser, the text would
         # cross the pipe twice
@@ -319,6 +323,7 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
     report.moved_aside = clear_target(target)
     report.stale_builds_removed = remove_stale_builds(target)
     tmp = target.with_name(f".{target.name}.build-{os.getpid()}-{secrets.token_hex(4)}")
+    merger: SegmentMerger | None = None  # the FTS index, built beside (parser pool only)
     try:
         conn = sqlite3.connect(tmp, isolation_level=None)
     except sqlite3.Error as exc:
@@ -337,15 +342,18 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
         done = 0
         fingerprint = 0
         workers = jobs if jobs is not None else (os.cpu_count() or 1)
-        copier = SegmentCopier(conn) if accepts_segments(conn) else None
-        for batch in _iter_batches(store, files, workers, segments=copier is not None):
+        if _parallel(files, workers) and accepts_segments(conn):
+            merger = SegmentMerger(tmp.with_name(f"{tmp.name}.fts"))
+        for batch in _iter_batches(store, files, workers, segments=merger is not None):
             if snapper.ident is None:
                 snapper.start()
-            insert_batch(conn, batch, stage_anchors=True, segments=copier)
+            insert_batch(conn, batch, stage_anchors=True, segments=merger)
             fingerprint ^= batch.fingerprint
             done += len(batch.files)
             if progress:
                 progress(done, total)
+        if merger is not None:
+            merger.finish()  # merging in its thread while the rest is built here
         _insert_staged_anchors(conn)
         conn.executemany(INSERT_PROBLEM, [(p.path, p.line, p.reason) for p in scan_problems])
         frows, prows, pproblems = policy_rows(store, policy_files)
@@ -356,9 +364,7 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
         conn.executemany(INSERT_PROBLEM, pproblems)
         # One FTS segment instead of dozens: each query term then costs one b-tree probe,
         # not one per segment. Before the secondary indexes, which reuse the freed pages.
-        if copier is not None and copier.copied:
-            copier.finish()
-        else:
+        if merger is None:
             conn.execute("INSERT INTO records_fts(records_fts) VALUES('optimize')")
         for statement in POST_LOAD.split(";"):
             if statement.strip():
@@ -374,6 +380,9 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
             "policies_dir": store.config.policies_dir,
         })
         conn.execute("COMMIT")
+        if merger is not None:
+            merger.copy_into(conn)
+            merger = None
         # Give back the pages 'optimize' freed (executescript steps it to the end; a plain
         # execute frees one page).
         conn.executescript("PRAGMA incremental_vacuum;")
@@ -388,6 +397,8 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
         fsync_file(tmp)
         _swap(tmp, target)
     except BaseException as exc:
+        if merger is not None:
+            merger.abandon()
         conn.close()
         tmp.unlink(missing_ok=True)
         if isinstance(exc, sqlite3.Error):

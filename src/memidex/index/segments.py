@@ -26,12 +26,15 @@ itself, as before.
 from __future__ import annotations
 
 import math
+import queue
 import sqlite3
+import threading
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 from memidex.index.schema import TOKENIZER
 
-__all__ = ["Segment", "SegmentCopier", "SegmentWriter", "accepts_segments"]
+__all__ = ["Segment", "SegmentCopier", "SegmentMerger", "SegmentWriter", "accepts_segments"]
 
 Segment = tuple[list[tuple[int, bytes]], list[tuple[int, bytes, int]], list[tuple[int, bytes]]]
 """(``%_data`` rows, ``%_idx`` rows, ``%_docsize`` rows) of one batch's FTS5 table."""
@@ -257,3 +260,101 @@ class SegmentCopier:
         if len(self.segments) == 1:
             level = 1 + max(1, math.ceil(math.log(self.copied, 4)))
             self._write([[] for _ in range(level)] + [self.segments])
+
+
+class SegmentMerger:
+    """The copied segments' own FTS5 table, in a file beside the build and a thread of
+    its own: it takes the segments as the batches come (:meth:`put`), merges them while
+    the parent builds the other tables' indexes (:meth:`finish`: SQLite lets go of the
+    GIL while it works), and the parent then copies the merged index into
+    ``records_fts`` in one pass (:meth:`copy_into`). The file is a build file: a killed
+    rebuild's is removed by the next (:mod:`memidex.index.leftovers`)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        try:
+            self.conn.executescript(
+                "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-32768;"
+                "PRAGMA locking_mode=EXCLUSIVE;")
+            self.conn.execute(_fts_table("records_fts", "''"))  # the same index, contentless
+            self.conn.execute("BEGIN")
+        except BaseException:
+            self.conn.close()
+            path.unlink(missing_ok=True)
+            raise
+        self.copier = SegmentCopier(self.conn)
+        self.queue: queue.SimpleQueue[Segment | None] = queue.SimpleQueue()
+        self.failure: BaseException | None = None
+        # started with the first segment: after the parser processes are forked (a thread
+        # running while a process forks can leave a lock held in the child)
+        self.thread = threading.Thread(target=self._run, name="memidex-fts", daemon=True)
+
+    def _run(self) -> None:
+        ended = False
+        try:
+            while (segment := self.queue.get()) is not None:
+                self.copier.add(segment)
+            ended = True
+            self.copier.finish()
+            self.conn.execute("COMMIT")
+        except BaseException as exc:  # noqa: BLE001 - raised in the parent by copy_into
+            self.failure = exc
+            while not ended and self.queue.get() is not None:  # take the parent's puts
+                pass
+
+    def put(self, segment: Segment) -> None:
+        if self.thread.ident is None:
+            self.thread.start()
+        self.queue.put(segment)
+
+    def finish(self) -> None:
+        """Start the merge (returns at once)."""
+        if self.thread.ident is None:
+            self.thread.start()
+        self.queue.put(None)
+
+    def copy_into(self, conn: sqlite3.Connection) -> int:
+        """Wait for the merge, then copy the index into ``conn``'s empty ``records_fts``
+        (outside a transaction: ATTACH needs that) and remove the file. Returns how many
+        segments were copied from the parser processes."""
+        self.thread.join()
+        self.conn.close()
+        if self.failure is not None:
+            raise self.failure
+        if not self.copier.copied:  # not one record: the empty table stands
+            self.path.unlink(missing_ok=True)
+            return 0
+        (old,) = conn.execute("SELECT block FROM records_fts_data WHERE id = ?",
+                              (_STRUCTURE_ROWID,)).fetchone()
+        cookie = bytes(old[:4])
+        conn.execute("ATTACH DATABASE ? AS merged", (str(self.path),))
+        try:
+            conn.execute("BEGIN")
+            conn.execute("DELETE FROM main.records_fts_data")
+            conn.execute("INSERT INTO main.records_fts_data(id, block)"
+                         " SELECT id, block FROM merged.records_fts_data ORDER BY id")
+            conn.execute("INSERT INTO main.records_fts_idx(segid, term, pgno)"
+                         " SELECT segid, term, pgno FROM merged.records_fts_idx")
+            conn.execute("INSERT INTO main.records_fts_docsize(id, sz)"
+                         " SELECT id, sz FROM merged.records_fts_docsize ORDER BY id")
+            # the structure record under this table's configuration cookie
+            (merged,) = conn.execute("SELECT block FROM main.records_fts_data WHERE id = ?",
+                                     (_STRUCTURE_ROWID,)).fetchone()
+            conn.execute("UPDATE main.records_fts_data SET block = ? WHERE id = ?",
+                         (cookie + bytes(merged[4:]), _STRUCTURE_ROWID))
+            conn.execute("COMMIT")
+        finally:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            conn.execute("DETACH DATABASE merged")
+        self.path.unlink(missing_ok=True)
+        return self.copier.copied
+
+    def abandon(self) -> None:
+        """After a failure elsewhere: stop the thread, remove the file."""
+        if self.thread.is_alive():
+            self.queue.put(None)
+            self.thread.join()
+        self.conn.close()
+        self.path.unlink(missing_ok=True)
