@@ -204,6 +204,9 @@ def _iter_batches(store: Store, files: Sequence[FileStat], jobs: int, *,
     import marshal
     import multiprocessing
 
+    from memidex.index.rowread import prepare
+
+    prepare()  # once here, inherited by every parser process, not once in each
     ctx = multiprocessing.get_context("fork")
     with _FORK_LOCK:
         _FORKED = (store, files, segments)
