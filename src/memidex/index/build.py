@@ -241,19 +241,7 @@ INSERT_VERSION = (
 INSERT_FTS = "INSERT INTO records_fts(rowid, title, body, anchors) VALUES (?, ?, ?, ?)"
 INSERT_FILE = "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?)"
 INSERT_ANCHOR = "INSERT OR IGNORE INTO anchors(anchor, record_rowid, main) VALUES (?,?,?)"
-STAGE_ANCHOR = ("INSERT OR IGNORE INTO temp.staged_anchors(anchor, record_rowid, main)"
-                " VALUES (?,?,?)")
-# The anchors table's twin, in memory: filled in record order while the parser processes
-# work, then copied into `anchors` in key order by SQLite's transfer optimization (rows
-# moved b-tree to b-tree, no sort, no probe). Inserting into the file's b-tree in record
-# order cost three times as much at 100,000 records; sorting at the end (0.7 s at 100k)
-# was the longest step after the load, when the parser processes have nothing to do.
-STAGED_ANCHORS = """CREATE TEMP TABLE staged_anchors (
-    anchor       TEXT NOT NULL,
-    record_rowid INTEGER NOT NULL,
-    main         INTEGER NOT NULL,
-    PRIMARY KEY (anchor, record_rowid)
-) WITHOUT ROWID"""
+STAGE_ANCHOR = "INSERT INTO temp.staged_anchors(anchor, record_rowid, main) VALUES (?,?,?)"
 INSERT_EDGE = "INSERT OR IGNORE INTO edges(record_rowid, src, rel, dst) VALUES (?,?,?,?)"
 INSERT_PROBLEM = "INSERT INTO problems(path, line, reason) VALUES (?,?,?)"
 INSERT_POLICY = "INSERT OR REPLACE INTO policies VALUES (?,?,?,?,?,?,?)"
@@ -261,8 +249,9 @@ INSERT_POLICY = "INSERT OR REPLACE INTO policies VALUES (?,?,?,?,?,?,?)"
 
 def insert_batch(conn: sqlite3.Connection, batch: Batch, *, stage_anchors: bool = False,
                  segments: SegmentMerger | None = None) -> None:
-    """``stage_anchors``: into ``temp.staged_anchors`` (a rebuild, see ``STAGED_ANCHORS``),
-    copied at the end (:func:`_insert_staged_anchors`). A batch's FTS5 segment, if it has
+    """``stage_anchors``: into ``temp.staged_anchors`` (a rebuild), for one sorted insert
+    at the end (:func:`_insert_staged_anchors`) — at 100,000 records the anchors' b-tree
+    costs three times as much filled in record order. A batch's FTS5 segment, if it has
     one, goes to ``segments``."""
     conn.executemany(INSERT_FILE, batch.files)
     conn.executemany(INSERT_RECORD, batch.records)
@@ -279,11 +268,11 @@ def insert_batch(conn: sqlite3.Connection, batch: Batch, *, stage_anchors: bool 
 
 
 def _insert_staged_anchors(conn: sqlite3.Connection) -> None:
-    """The staged anchor rows (of two equal keys the first, as inserting them in record
-    order keeps — there are none: a record's anchors are a set), in one transfer: the
-    statement must stay ``INSERT INTO t SELECT * FROM u`` of two tables alike for SQLite
-    to move the rows without a sort or a probe each."""
-    conn.execute("INSERT INTO anchors SELECT * FROM temp.staged_anchors")
+    """The staged anchor rows in key order (the first of two equal keys, as inserting
+    them in record order would keep — there are none: a record's anchors are a set)."""
+    conn.execute("INSERT OR IGNORE INTO anchors(anchor, record_rowid, main) SELECT anchor,"
+                 " record_rowid, main FROM temp.staged_anchors"
+                 " ORDER BY anchor, record_rowid, rowid")
     conn.execute("DROP TABLE temp.staged_anchors")
 
 
@@ -349,7 +338,8 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
             "PRAGMA temp_store=MEMORY; PRAGMA locking_mode=EXCLUSIVE;"
         )
         create_schema(conn)  # executescript: runs outside the load transaction
-        conn.execute(STAGED_ANCHORS)
+        conn.execute("CREATE TEMP TABLE staged_anchors(anchor TEXT NOT NULL,"
+                     " record_rowid INTEGER NOT NULL, main INTEGER NOT NULL)")
         conn.execute("BEGIN")
         total = len(files)
         done = 0
