@@ -113,42 +113,71 @@ def flatten(rows: Sequence[FileRows], first_rowid: int, *, dense: bool) -> Batch
     does not parse leaves a gap, so rowids depend on nothing but the sorted paths)."""
     out = Batch([], [], [], [], [], [], 0)
     rowid = first_rowid
+    fingerprint = 0
     for fr in rows:
-        out.problems.extend(fr.problems)
-        if fr.record is not None:
-            out.files.append((*fr.file, rowid))
-            out.records.append((rowid, *fr.record))
-            out.versions.extend((rowid, *v) for v in fr.versions)
-            out.anchors.extend((a, rowid, main) for a, main in fr.anchors)
-            out.edges.extend((rowid, *e) for e in fr.edges)
-        else:
-            out.files.append((*fr.file, None))
+        fingerprint ^= _add(out, fr, rowid)
         if fr.record is not None or not dense:
             rowid += 1
-    fingerprint = 0
-    for f in out.files:
-        fingerprint ^= file_digest(f[0], f[5])
     return out._replace(fingerprint=fingerprint)
 
 
+def _add(out: Batch, fr: FileRows, rowid: int) -> int:
+    """One file's rows into ``out`` (under ``rowid`` if a record); its fingerprint share."""
+    out.problems.extend(fr.problems)
+    if fr.record is not None:
+        out.files.append((*fr.file, rowid))
+        out.records.append((rowid, *fr.record))
+        out.versions.extend((rowid, *v) for v in fr.versions)
+        out.anchors.extend((a, rowid, main) for a, main in fr.anchors)
+        out.edges.extend((rowid, *e) for e in fr.edges)
+    else:
+        out.files.append((*fr.file, None))
+    return file_digest(fr.file[0], fr.file[5])
+
+
 def _batch(store: Store, files: Sequence[FileStat], start: int, end: int) -> Batch:
-    """Files ``start:end`` parsed and flattened (rowids from their positions)."""
+    """Files ``start:end`` parsed and flattened (a file's rowid: 1 + its position). A
+    canonical file (:mod:`memidex.index.rowread`) goes straight to the batch's lists; any
+    other takes the full path (:func:`memidex.index.rows.rows_of`)."""
     from memidex.index.rowread import FileReader, canonical_rows
+    from memidex.records.codec import recall
+    from memidex.records.digest import content_hash
 
     reader, masker = FileReader(str(store.root)), masker_of(store)
-    out = []
+    out = Batch([], [], [], [], [], [], 0)
+    frows, records, versions, anchors, edges = out[:5]
+    fingerprint = 0
     try:
-        for fs in files[start:end]:
+        for rowid, fs in enumerate(files[start:end], start=1 + start):
+            relpath = fs.relpath
             try:
-                data, st = reader.read(fs.relpath)
+                data, st = reader.read(relpath)
             except OSError as exc:
-                out.append(unreadable(fs, exc))
+                fingerprint ^= _add(out, unreadable(fs, exc), rowid)
                 continue
-            out.append(rows_of(fs.relpath, data, st.st_mtime_ns, st.st_ino, masker,
-                               canonical_rows))
+            sha = content_hash(data)
+            rows = None
+            if not masker.secrets and recall(sha) is None:  # (recalled: the full path's)
+                try:
+                    rows = canonical_rows(data.decode("utf-8"), relpath)
+                except UnicodeDecodeError:
+                    pass
+            if rows is None:
+                fingerprint ^= _add(out, rows_of(relpath, data, st.st_mtime_ns, st.st_ino,
+                                                 masker), rowid)
+                continue
+            record, vrows, arows, erows = rows
+            frows.append((relpath, "record", len(data), st.st_mtime_ns, st.st_ino, sha, rowid))
+            records.append((rowid, *record))
+            if vrows:
+                versions += [(rowid, *v) for v in vrows]
+            anchors += [(a, rowid, main) for a, main in arows]
+            if erows:
+                edges += [(rowid, *e) for e in erows]
+            fingerprint ^= file_digest(relpath, sha)
     finally:
         reader.close()
-    return flatten(out, 1 + start, dense=False)
+    return out._replace(fingerprint=fingerprint)
 
 
 # What the parser processes read, set in the parent just while they are forked (under a
