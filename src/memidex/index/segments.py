@@ -4,12 +4,14 @@ Tokenizing every title, body and anchor list for FTS5 is the largest part of wha
 inserting parent of a rebuild does. Instead each parser process runs its batch through
 an FTS5 table of its own (in memory, contentless, the same columns and tokenizer as
 ``records_fts``) and sends the one segment that makes, in SQLite's own format: the
-``%_data`` pages, the ``%_idx`` rows and the ``%_docsize`` rows. The parent copies them
-into ``records_fts``'s shadow tables under segment ids of its own, writes the structure
-record (which segments exist) and the averages record (rows and tokens in all), and
-lets FTS5's own ``optimize`` merge the segments into one — the index a row-by-row
-insert and ``optimize`` make, term for term and row for row (a test holds the two to
-each other).
+``%_data`` pages, the ``%_idx`` rows and the ``%_docsize`` rows. A thread of the parent
+(:class:`SegmentMerger`) copies them into the shadow tables of a like FTS5 table in a
+file beside the build, under segment ids of its own (:class:`SegmentCopier`), writes the
+structure record (which segments exist) and the averages record (rows and tokens in
+all), and lets FTS5's own ``optimize`` merge the segments into one while the parent
+builds the other tables' indexes; the parent then copies that one segment into
+``records_fts``. The index is the one a row-by-row insert and ``optimize`` make, term
+for term and row for row (tests/test_segments.py holds the two to each other).
 
 The records written (FTS5's ``fts5_index.c``): the structure record (rowid 10) is a
 4-byte cookie, then varints: levels, segments, write counter, and per level the
@@ -179,7 +181,7 @@ def accepts_segments(conn: sqlite3.Connection) -> bool:
 
 
 class SegmentCopier:
-    """In the parent: the segments copied into ``records_fts``, then merged into one
+    """The segments copied into the ``records_fts`` of ``conn``, then merged into one
     (:meth:`finish`)."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
@@ -320,6 +322,8 @@ class SegmentMerger:
         segments were copied from the parser processes."""
         self.thread.join()
         self.conn.close()
+        if isinstance(self.failure, ValueError):  # a segment of a shape not known here
+            raise sqlite3.DatabaseError(f"an FTS5 segment: {self.failure}")
         if self.failure is not None:
             raise self.failure
         if not self.copier.copied:  # not one record: the empty table stands
