@@ -263,3 +263,30 @@ def test_a_failed_merge_fails_the_rebuild_and_leaves_the_old_index(
     assert "disk" in str(failure.value) or "space" in str(failure.value)
     assert target.read_bytes() == before
     assert sorted(p.name for p in target.parent.iterdir()) == [target.name]
+
+
+def test_a_rebuild_failing_in_the_load_merges_nothing_and_leaves_nothing(
+        corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(corpus, root)
+    target = Store(load_config(root)).config.index_path
+    calls: list[int] = []
+    merged: list[int] = []
+    real_insert, real_finish = build.insert_batch, segments.SegmentCopier.finish
+
+    def failing(conn: sqlite3.Connection, batch: Any, **kwargs: Any) -> None:
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        real_insert(conn, batch, **kwargs)
+
+    def finish(self: segments.SegmentCopier) -> None:
+        merged.append(1)
+        real_finish(self)
+
+    monkeypatch.setattr(build, "insert_batch", failing)
+    monkeypatch.setattr(segments.SegmentCopier, "finish", finish)
+    with pytest.raises(KeyboardInterrupt):
+        _rebuild(root, target, monkeypatch, copy=True)
+    assert len(calls) == 3 and merged == []
+    assert not target.parent.exists() or list(target.parent.iterdir()) == []

@@ -288,6 +288,7 @@ class SegmentMerger:
         self.copier = SegmentCopier(self.conn)
         self.queue: queue.SimpleQueue[Segment | None] = queue.SimpleQueue()
         self.failure: BaseException | None = None
+        self.abandoned = False
         # started with the first segment: after the parser processes are forked (a thread
         # running while a process forks can leave a lock held in the child)
         self.thread = threading.Thread(target=self._run, name="memidex-fts", daemon=True)
@@ -298,6 +299,8 @@ class SegmentMerger:
             while (segment := self.queue.get()) is not None:
                 self.copier.add(segment)
             ended = True
+            if self.abandoned:
+                return
             self.copier.finish()
             self.conn.execute("COMMIT")
         except BaseException as exc:  # noqa: BLE001 - raised in the parent by copy_into
@@ -357,6 +360,7 @@ class SegmentMerger:
 
     def abandon(self) -> None:
         """After a failure elsewhere: stop the thread, remove the file."""
+        self.abandoned = True  # no merge, should it not have started
         if self.thread.is_alive():
             self.queue.put(None)
             self.thread.join()
