@@ -401,3 +401,15 @@ def test_with_a_secrets_file_the_masked_rows_are_the_full_paths(
     assert dumped == _dump(tmp_path / "slow.sqlite")
     assert "hunter2-topsecret" not in json.dumps(dumped["records"], default=str)
     assert "[secret:TOKEN]" in json.dumps(dumped["records"], default=str)
+
+
+@given(st.dictionaries(
+    st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,8}", fullmatch=True),
+    st.one_of(st.text(), st.integers(min_value=-10**18, max_value=10**18), st.booleans(),
+              st.none()), max_size=5))
+def test_the_scope_json_written_by_hand_is_jsons(scope: dict[str, Any]) -> None:
+    from memidex.records.ids import record_id, scope_json
+
+    assert rowread._scope_json(scope) == scope_json(scope)
+    assert rowread._record_id("fact", "el:x:y", "shop-web", scope_json(scope)) == record_id(
+        "fact", "el:x:y", "shop-web", scope)

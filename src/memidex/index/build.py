@@ -18,10 +18,11 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from memidex._version import __version__
 from memidex.errors import MemidexError, Problem, RecordError
+from memidex.index.batches import Batch, flatten, parse_files
 from memidex.index.db import (
     BUSY_TIMEOUT_MS,
     apply_migrations,
@@ -31,16 +32,9 @@ from memidex.index.db import (
     xor_hex,
 )
 from memidex.index.leftovers import clear_target, remove_stale_builds, stale_builds
-from memidex.index.rows import (
-    FileRows,
-    file_rows,
-    history_rows,
-    masker_of,
-    record_row,
-    rows_of,
-    unreadable,
-)
+from memidex.index.rows import FileRows, file_rows, history_rows, record_row
 from memidex.index.schema import POST_LOAD, SCHEMA_VERSION, TOKENIZER
+from memidex.index.segments import SegmentMerger, SegmentWriter, accepts_segments
 from memidex.index.staleness import Snapshot, take_snapshot
 from memidex.store.files import FileStat, Store
 from memidex.store.fsio import fsync_file, swap_into_place
@@ -93,76 +87,28 @@ class BuildReport:
                 "errors": [p.as_dict() for p in self.problems]}
 
 
-class Batch(NamedTuple):
-    """The rows of a run of files, flattened for ``executemany`` (built where parsed)."""
-
-    files: list[tuple[Any, ...]]
-    records: list[tuple[Any, ...]]
-    versions: list[tuple[Any, ...]]
-    anchors: list[tuple[str, int, int]]
-    edges: list[tuple[Any, ...]]
-    problems: list[tuple[str, int, str]]
-    fingerprint: int
-
-
-def flatten(rows: Sequence[FileRows], first_rowid: int, *, dense: bool) -> Batch:
-    """Rows ready to insert. ``dense``: record rowids follow one another (a refresh);
-    otherwise a file's rowid is ``first_rowid`` + its position (a rebuild: a file that
-    does not parse leaves a gap, so rowids depend on nothing but the sorted paths)."""
-    out = Batch([], [], [], [], [], [], 0)
-    rowid = first_rowid
-    for fr in rows:
-        out.problems.extend(fr.problems)
-        if fr.record is not None:
-            out.files.append((*fr.file, rowid))
-            out.records.append((rowid, *fr.record))
-            out.versions.extend((rowid, *v) for v in fr.versions)
-            out.anchors.extend((a, rowid, main) for a, main in fr.anchors)
-            out.edges.extend((rowid, *e) for e in fr.edges)
-        else:
-            out.files.append((*fr.file, None))
-        if fr.record is not None or not dense:
-            rowid += 1
-    fingerprint = 0
-    for f in out.files:
-        fingerprint ^= file_digest(f[0], f[5])
-    return out._replace(fingerprint=fingerprint)
-
-
-def _batch(store: Store, files: Sequence[FileStat], start: int, end: int) -> Batch:
-    """Files ``start:end`` parsed and flattened (rowids from their positions)."""
-    from memidex.index.rowread import FileReader, canonical_rows
-
-    reader, masker = FileReader(str(store.root)), masker_of(store)
-    out = []
-    try:
-        for fs in files[start:end]:
-            try:
-                data, st = reader.read(fs.relpath)
-            except OSError as exc:
-                out.append(unreadable(fs, exc))
-                continue
-            out.append(rows_of(fs.relpath, data, st.st_mtime_ns, st.st_ino, masker,
-                               canonical_rows))
-    finally:
-        reader.close()
-    return flatten(out, 1 + start, dense=False)
-
-
 # What the parser processes read, set in the parent just while they are forked (under a
 # lock, should two threads rebuild): a chunk is then sent as two numbers, not as 500
-# pickled file stats.
-_FORKED: tuple[Store, Sequence[FileStat]] | None = None
+# pickled file stats. The third: whether they make the batches' FTS5 segments.
+_FORKED: tuple[Store, Sequence[FileStat], bool] | None = None
 _FORK_LOCK = threading.Lock()
+_WRITER: list[SegmentWriter] = []  # a parser process's own
 
 
 def _forked_batch(span: tuple[int, int]) -> bytes:
     """A parser process's batch, in ``marshal`` form (half the cost of pickle for plain
-    tuples and strings, on both sides of the pipe)."""
+    tuples and strings, on both sides of the pipe), with its FTS5 segment when asked."""
     import marshal
 
     assert _FORKED is not None
-    return marshal.dumps(tuple(_batch(*_FORKED, *span)))
+    store, files, segments = _FORKED
+    batch = parse_files(store, files, *span)
+    if segments:
+        if not _WRITER:
+            _WRITER.append(SegmentWriter())
+        batch = batch._replace(fts=_WRITER[0].segment(
+            [(r[0], r[7], r[8], r[9]) for r in batch.records]))
+    return marshal.dumps(tuple(batch))
 
 
 def _ignore_sigint() -> None:
@@ -171,9 +117,15 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _iter_batches(store: Store, files: Sequence[FileStat], jobs: int) -> Iterator[Batch]:
+def _parallel(files: Sequence[FileStat], jobs: int) -> bool:
+    return jobs > 1 and len(files) >= PARALLEL_MIN_FILES
+
+
+def _iter_batches(store: Store, files: Sequence[FileStat], jobs: int, *,
+                  segments: bool = False) -> Iterator[Batch]:
     """Batches in path order; parsed (and flattened) by a process pool when there are
-    many files, so the parent only inserts."""
+    many files, so the parent only inserts — with their FTS5 segments (``segments``:
+    :mod:`memidex.index.segments`) made there too."""
     global _FORKED
     # The first chunks are small, so that the parent starts inserting at once.
     spans = []
@@ -181,16 +133,19 @@ def _iter_batches(store: Store, files: Sequence[FileStat], jobs: int) -> Iterato
     while i < len(files):
         spans.append((i, min(len(files), i + size)))
         i, size = i + size, min(CHUNK, size * 2)
-    if jobs <= 1 or len(files) < PARALLEL_MIN_FILES:
+    if not _parallel(files, jobs):
         for start, end in spans:
-            yield _batch(store, files, start, end)
+            yield parse_files(store, files, start, end)
         return
     import marshal
     import multiprocessing
 
+    from memidex.index.rowread import prepare
+
+    prepare()  # once here, inherited by every parser process, not once in each
     ctx = multiprocessing.get_context("fork")
     with _FORK_LOCK:
-        _FORKED = (store, files)
+        _FORKED = (store, files, segments)
         try:
             # the processes fork here, with _FORKED set; Ctrl-C is the parent's to handle
             pool = ctx.Pool(jobs, initializer=_ignore_sigint)
@@ -228,16 +183,20 @@ INSERT_PROBLEM = "INSERT INTO problems(path, line, reason) VALUES (?,?,?)"
 INSERT_POLICY = "INSERT OR REPLACE INTO policies VALUES (?,?,?,?,?,?,?)"
 
 
-def insert_batch(conn: sqlite3.Connection, batch: Batch, *, stage_anchors: bool = False
-                 ) -> None:
+def insert_batch(conn: sqlite3.Connection, batch: Batch, *, stage_anchors: bool = False,
+                 segments: SegmentMerger | None = None) -> None:
     """``stage_anchors``: into ``temp.staged_anchors`` (a rebuild), for one sorted insert
     at the end (:func:`_insert_staged_anchors`) — at 100,000 records the anchors' b-tree
-    costs three times as much filled in record order."""
+    costs three times as much filled in record order. A batch's FTS5 segment, if it has
+    one, goes to ``segments``."""
     conn.executemany(INSERT_FILE, batch.files)
     conn.executemany(INSERT_RECORD, batch.records)
-    # (rowid, title, body, anchors), built here: sent from a parser, the text would
-    # cross the pipe twice
-    conn.executemany(INSERT_FTS, [(r[0], r[7], r[8], r[9]) for r in batch.records])
+    if batch.fts is not None and segments is not None:
+        segments.put(batch.fts)
+    else:
+        # (rowid, title, body, anchors), built here: sent from a parser, the text would
+        # cross the pipe twice
+        conn.executemany(INSERT_FTS, [(r[0], r[7], r[8], r[9]) for r in batch.records])
     conn.executemany(INSERT_VERSION, batch.versions)
     conn.executemany(STAGE_ANCHOR if stage_anchors else INSERT_ANCHOR, batch.anchors)
     conn.executemany(INSERT_EDGE, batch.edges)
@@ -303,6 +262,7 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
     report.moved_aside = clear_target(target)
     report.stale_builds_removed = remove_stale_builds(target)
     tmp = target.with_name(f".{target.name}.build-{os.getpid()}-{secrets.token_hex(4)}")
+    merger: SegmentMerger | None = None  # the FTS index, built beside (parser pool only)
     try:
         conn = sqlite3.connect(tmp, isolation_level=None)
     except sqlite3.Error as exc:
@@ -321,14 +281,18 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
         done = 0
         fingerprint = 0
         workers = jobs if jobs is not None else (os.cpu_count() or 1)
-        for batch in _iter_batches(store, files, workers):
+        if _parallel(files, workers) and accepts_segments(conn):
+            merger = SegmentMerger(tmp.with_name(f"{tmp.name}.fts"))
+        for batch in _iter_batches(store, files, workers, segments=merger is not None):
             if snapper.ident is None:
                 snapper.start()
-            insert_batch(conn, batch, stage_anchors=True)
+            insert_batch(conn, batch, stage_anchors=True, segments=merger)
             fingerprint ^= batch.fingerprint
             done += len(batch.files)
             if progress:
                 progress(done, total)
+        if merger is not None:
+            merger.finish()  # merging in its thread while the rest is built here
         _insert_staged_anchors(conn)
         conn.executemany(INSERT_PROBLEM, [(p.path, p.line, p.reason) for p in scan_problems])
         frows, prows, pproblems = policy_rows(store, policy_files)
@@ -339,7 +303,8 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
         conn.executemany(INSERT_PROBLEM, pproblems)
         # One FTS segment instead of dozens: each query term then costs one b-tree probe,
         # not one per segment. Before the secondary indexes, which reuse the freed pages.
-        conn.execute("INSERT INTO records_fts(records_fts) VALUES('optimize')")
+        if merger is None:
+            conn.execute("INSERT INTO records_fts(records_fts) VALUES('optimize')")
         for statement in POST_LOAD.split(";"):
             if statement.strip():
                 conn.execute(statement)
@@ -354,6 +319,9 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
             "policies_dir": store.config.policies_dir,
         })
         conn.execute("COMMIT")
+        if merger is not None:
+            merger.copy_into(conn)
+            merger = None
         # Give back the pages 'optimize' freed (executescript steps it to the end; a plain
         # execute frees one page).
         conn.executescript("PRAGMA incremental_vacuum;")
@@ -368,6 +336,8 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
         fsync_file(tmp)
         _swap(tmp, target)
     except BaseException as exc:
+        if merger is not None:
+            merger.abandon()
         conn.close()
         tmp.unlink(missing_ok=True)
         if isinstance(exc, sqlite3.Error):

@@ -10,7 +10,6 @@ file without building a record, and takes the full path for any other.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memidex.errors import RecordError
@@ -19,7 +18,6 @@ from memidex.records.ids import scope_json
 from memidex.store.files import FileStat, LoadedRecord, Store
 
 if TYPE_CHECKING:
-    from memidex.index.rowread import CanonicalRows
     from memidex.records.model import Record
 
 __all__ = ["FileRows", "file_rows", "history_rows", "masker_of", "record_row", "rows_of",
@@ -95,10 +93,9 @@ def file_rows(store: Store, fs: FileStat) -> FileRows:
     return rows_of(fs.relpath, data, st.mtime_ns, st.ino, masker_of(store))
 
 
-def rows_of(relpath: str, data: bytes, mtime_ns: int, ino: int, masker: Masker,
-            canonical: Callable[[str, str], CanonicalRows | None] | None = None) -> FileRows:
-    """The rows of the file at ``relpath`` whose bytes are ``data``; ``canonical`` (the
-    canonical row reader) is tried first when there is nothing to mask."""
+def rows_of(relpath: str, data: bytes, mtime_ns: int, ino: int, masker: Masker) -> FileRows:
+    """The rows of the file at ``relpath`` whose bytes are ``data`` by the full path (a
+    rebuild offers a file to the canonical row reader first: ``memidex.index.build``)."""
     from memidex.records.codec import parse_record_bytes, recall
     from memidex.records.digest import content_hash
 
@@ -106,13 +103,6 @@ def rows_of(relpath: str, data: bytes, mtime_ns: int, ino: int, masker: Masker,
     frow = (relpath, "record", len(data), mtime_ns, ino, sha)
     record = recall(sha)  # written by this process a moment ago: no need to parse it
     if record is None:
-        if canonical is not None and not masker.secrets:
-            try:
-                rows = canonical(data.decode("utf-8"), relpath)
-            except UnicodeDecodeError:
-                rows = None
-            if rows is not None:
-                return FileRows(frow, *rows, ())
         try:
             record = parse_record_bytes(data, relpath)
         except RecordError as exc:
