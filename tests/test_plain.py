@@ -131,3 +131,16 @@ def test_a_config_is_immutable_and_copies_by_value(repo: object) -> None:
     assert config.to_json()["learning"] == {
         "evidence_max": 5, "deprecate_after_runs": 3, "max_rewrites": 20,
         "max_body_change": 0.8, "resolve_after_runs": 2, "retire_after_failures": 2}
+
+
+def test_doctor_names_the_yaml_loader_without_importing_pyyaml() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom memidex.app.health import _yaml_loader_name\n"
+            "name = _yaml_loader_name()\nloaded = 'yaml' in sys.modules\n"
+            "from memidex.records.yamlfast import yaml_loader\n"
+            "print(name, loaded, yaml_loader().__name__, _yaml_loader_name())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out[1] == "False" and out[0] == out[2] == out[3], out

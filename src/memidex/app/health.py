@@ -92,7 +92,6 @@ class Health:
         from memidex.app.results import DoctorReport
         from memidex.index.leftovers import remove_stale_builds
         from memidex.index.schema import SCHEMA_VERSION
-        from memidex.records.yamlfast import yaml_loader
 
         reading = self.reading
         notes: list[str] = []
@@ -160,7 +159,7 @@ class Health:
             healthy=healthy, level=search.level, levels=_levels(search),
             vector_strategy=search.vector_strategy, index=index,
             record_count=record_count, errors=tuple(errors), lease=lease,
-            merge_driver=merge, notes=tuple(notes), yaml_loader=yaml_loader().__name__,
+            merge_driver=merge, notes=tuple(notes), yaml_loader=_yaml_loader_name(),
             config=self.config.to_json(), recent_runs=tuple(self._recent_runs()))
 
     def _index_health(self, db: Any, index: dict[str, Any], errors: list[Problem],
@@ -284,3 +283,26 @@ def _line_of_path(store: Store, path: str, key: str) -> int:
     except (OSError, UnicodeDecodeError, RecordError):
         return 1
     return key_line(front, key, first)
+
+
+def _yaml_loader_name() -> str:
+    """The name of :func:`memidex.records.yamlfast.yaml_loader`'s class, without importing
+    PyYAML (~15 ms) when nothing has yet: ``CSafeLoader`` when its C extension
+    (``yaml/_yaml`` with an extension suffix) is beside it, the case in which PyYAML
+    defines that loader."""
+    import sys
+
+    if "yaml" in sys.modules:
+        from memidex.records.yamlfast import yaml_loader
+
+        return str(yaml_loader().__name__)
+    import importlib.machinery
+    import importlib.util
+    import os
+
+    spec = importlib.util.find_spec("yaml")
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        if any(os.path.exists(os.path.join(folder, "_yaml" + suffix))
+               for suffix in importlib.machinery.EXTENSION_SUFFIXES):
+            return "CSafeLoader"
+    return "SafeLoader"

@@ -142,9 +142,7 @@ class Learning:
                                 notes=("queued for the daemon: `memidex runs show "
                                        f"{run.run_id}` once it is applied",))
         if self.config.product and run.product != self.config.product:
-            from dataclasses import replace
-
-            result = replace(result, notes=(*result.notes, (
+            result = result.replace(notes=(*result.notes, (
                 f"{run.run_id} is a run of product {run.product!r}, not memidex.toml's "
                 f"{self.config.product!r}: search and brief it with --product "
                 f"{run.product}")))
@@ -420,8 +418,6 @@ class Learning:
         return RollbackResult.from_json(out.result)
 
     def _rollback_job(self, session: WriterSession, job: Mapping[str, Any]) -> dict[str, Any]:
-        from dataclasses import replace
-
         from memidex.app.ingest import refold
         from memidex.runstate.proposals import Proposals
         from memidex.runstate.store import RunStore
@@ -450,7 +446,7 @@ class Learning:
             if result is not None:
                 for pid in result.proposals:
                     queue.remove(pid, session.state)
-                runs.save_result(replace(result, rolled_back=True), session.state)
+                runs.save_result(result.replace(rolled_back=True), session.state)
                 products.add(result.product)
         if plan.already and mine is not None:
             products.add(mine.product)  # the fold may be what an earlier attempt left

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from memidex.records.ids import ANCHOR_RE, ID_RE, PRODUCT_RE
+from memidex.records.ids import ANCHOR_RE, ID_RE, PRODUCT_RE, RUN_ID_PATTERN
 from memidex.records.model import MAX_ORDINAL
 
 __all__ = ["ANCHOR_WORDS", "ARTIFACT_PATTERN", "ATTEMPT_STATUSES", "BUILD_TAG_PATTERN", "HINTS",
@@ -30,7 +30,6 @@ MAX_ATTEMPTS = 100
 MAX_MESSAGES = 20
 """How many violations the error's one-line message spells out (all are in ``.violations``)."""
 
-RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 BUILD_TAG_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+/-]{0,127}$"
 TEST_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,199}$"
 WORD_PATTERN = r"^[a-z][a-z0-9_-]{0,63}$"

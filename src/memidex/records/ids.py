@@ -10,7 +10,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from memidex.records.vocab import Scalar
 
-__all__ = ["ANCHOR_RE", "ID_RE", "PRODUCT_RE", "anchor_slug", "record_id", "scope_json"]
+__all__ = ["ANCHOR_RE", "ID_RE", "PRODUCT_RE", "RUN_ID_PATTERN", "anchor_slug", "record_id",
+           "scope_json"]
+
+RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+"""A run id (the run-evidence schema's pattern; here so that local state can check one
+without loading the evidence format)."""
 
 ANCHOR_RE = re.compile(r"[a-z][a-z0-9_-]*:\S(?:.*\S)?")
 """``type:value`` — a lowercase type, a colon, a non-empty value without edge spaces."""

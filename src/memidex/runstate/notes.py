@@ -24,9 +24,9 @@ from pathlib import Path
 
 from memidex.config import Config
 from memidex.errors import InvalidInputError, StateDamagedError, UsageError
-from memidex.evidence import RUN_ID_PATTERN
 from memidex.masking import Masker
 from memidex.plain import Frozen, set_field
+from memidex.records.ids import RUN_ID_PATTERN
 from memidex.store.fsio import append, dump_json, refuse_symlink
 
 __all__ = ["MAX_NOTE_CHARS", "MAX_NOTES", "Note", "add", "forget", "notes", "notes_dir",

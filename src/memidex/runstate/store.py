@@ -21,16 +21,18 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memidex.config import Config
 from memidex.errors import InvalidInputError, Problem, StateDamagedError
-from memidex.evidence import RUN_ID_PATTERN, Run, parse_run
 from memidex.plain import Frozen, set_field
+from memidex.records.ids import RUN_ID_PATTERN
 from memidex.store.fsio import dump_json, refuse_symlink
 from memidex.store.state import StateWriter, load_state
+
+if TYPE_CHECKING:  # the evidence format is loaded only to read a frozen run
+    from memidex.evidence import Run
 
 __all__ = ["FrozenRun", "RunResult", "RunStore", "runs_dir"]
 
@@ -76,21 +78,40 @@ class FrozenRun(Frozen):
                 "run": self.run.as_dict()}
 
 
-@dataclass(frozen=True, slots=True)
-class RunResult:
-    """What a run's curation did (or, before ``done``, is about to do)."""
+class RunResult(Frozen):
+    """What a run's curation did (or, before ``done``, is about to do): ``changes`` as (op,
+    record id), ``verdicts`` as verdict -> tests."""
 
+    __slots__ = ("run_id", "product", "ordinal", "changes", "proposals", "done", "notes",
+                 "build_tag", "ci", "verdicts", "rolled_back")
     run_id: str
     product: str
     ordinal: int
-    changes: tuple[tuple[str, str], ...]  # (op, record id)
-    proposals: tuple[str, ...] = ()
-    done: bool = False
-    notes: tuple[str, ...] = ()
-    build_tag: str | None = None
-    ci: bool = False
-    verdicts: Mapping[str, int] = field(default_factory=dict)  # verdict -> tests
-    rolled_back: bool = False
+    changes: tuple[tuple[str, str], ...]
+    proposals: tuple[str, ...]
+    done: bool
+    notes: tuple[str, ...]
+    build_tag: str | None
+    ci: bool
+    verdicts: Mapping[str, int]
+    rolled_back: bool
+
+    def __init__(self, run_id: str, product: str, ordinal: int,
+                 changes: tuple[tuple[str, str], ...], proposals: tuple[str, ...] = (),
+                 done: bool = False, notes: tuple[str, ...] = (), build_tag: str | None = None,
+                 ci: bool = False, verdicts: Mapping[str, int] | None = None,
+                 rolled_back: bool = False) -> None:
+        set_field(self, "run_id", run_id)
+        set_field(self, "product", product)
+        set_field(self, "ordinal", ordinal)
+        set_field(self, "changes", changes)
+        set_field(self, "proposals", proposals)
+        set_field(self, "done", done)
+        set_field(self, "notes", notes)
+        set_field(self, "build_tag", build_tag)
+        set_field(self, "ci", ci)
+        set_field(self, "verdicts", {} if verdicts is None else verdicts)
+        set_field(self, "rolled_back", rolled_back)
 
     def as_dict(self) -> dict[str, Any]:
         return {"version": VERSION, "run_id": self.run_id, "product": self.product,
@@ -155,6 +176,8 @@ class RunStore:
             if not isinstance(data, dict):
                 raise TypeError("not a JSON object")
             _check_frozen(data, path)
+            from memidex.evidence import parse_run  # the evidence format: only to read a run
+
             run = parse_run(json.dumps(data["run"]).encode("utf-8"), source=str(path))
             return FrozenRun(run=run, ordinal=int(data["ordinal"]), digest=str(data["digest"]),
                              analysis=dict(data.get("analysis") or {}), path=path,
