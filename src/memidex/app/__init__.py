@@ -11,7 +11,6 @@ method to one of them in one line. Every method returns a typed value
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +22,8 @@ from memidex.lazy import exports
 from memidex.store.files import Store
 
 if TYPE_CHECKING:
+    import threading
+
     from memidex.app.curation import Curation
     from memidex.app.health import Health
     from memidex.app.history import TrustPoint, TrustSeries

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from memidex.plain import Plain
 
@@ -129,18 +129,27 @@ Args = SearchArgs | RebuildArgs | BriefArgs | DoctorArgs | IngestArgs
 _MAX_COUNT = 2**63 - 1  # the largest whole number memidex takes (SQLite's)
 
 
-class _Spec(NamedTuple):
+class _Spec:
     """One command's options: flags, options with a value, which repeat, which are
-    whole numbers >= 1, and whether it takes one argument."""
+    whole numbers >= 1 (``counts``) or >= 0 (``ordinals``: typer refuses a malformed
+    one), which are seconds >= 0 (digits and one point), whether it takes one argument,
+    and whether that argument is a path. (A plain class: a NamedTuple costs start-up.)"""
 
-    flags: dict[str, str]
-    valued: dict[str, str]
-    repeated: tuple[str, ...] = ()
-    counts: tuple[str, ...] = ()
-    argument: str | None = None
-    ordinals: tuple[str, ...] = ()  # whole numbers >= 0 (typer refuses a malformed one)
-    seconds: tuple[str, ...] = ()  # a number of seconds >= 0, digits and one point
-    paths: tuple[str, ...] = ()  # the argument, a path
+    __slots__ = ("flags", "valued", "repeated", "counts", "argument", "ordinals", "seconds",
+                 "paths")
+
+    def __init__(self, flags: dict[str, str], valued: dict[str, str],
+                 repeated: tuple[str, ...] = (), counts: tuple[str, ...] = (),
+                 argument: str | None = None, ordinals: tuple[str, ...] = (),
+                 seconds: tuple[str, ...] = (), paths: tuple[str, ...] = ()) -> None:
+        self.flags = flags
+        self.valued = valued
+        self.repeated = repeated
+        self.counts = counts
+        self.argument = argument
+        self.ordinals = ordinals
+        self.seconds = seconds
+        self.paths = paths
 
 
 _SPECS = {
