@@ -67,10 +67,13 @@ def early_git(argv: Sequence[str]) -> None:
     parsed = command_of(argv)
     if parsed is None or parsed[1] not in EARLY_COMMANDS:
         return
-    root = find_root(parsed[0])
-    tops = None if root is None else tops_of(root)
-    if root is not None and tops is not None:
-        prefetch(root, tops)
+    try:
+        root = find_root(parsed[0])
+        tops = None if root is None else tops_of(root)
+        if root is not None and tops is not None:
+            prefetch(root, tops)
+    except (OSError, ValueError):  # only a head start: the command reports what is wrong
+        return
 
 
 def wants_json(argv: Sequence[str]) -> bool:

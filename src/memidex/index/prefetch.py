@@ -59,11 +59,13 @@ class Git:
             import time
 
             deadline = None if timeout is None else time.monotonic() + timeout
+            poller = select.poll()  # (select() refuses a descriptor past 1023)
+            poller.register(self._out, select.POLLIN)
             try:
                 while True:
                     if deadline is not None:
                         left = deadline - time.monotonic()
-                        if left <= 0 or not select.select([self._out], [], [], left)[0]:
+                        if left <= 0 or not poller.poll(max(1, int(left * 1000))):
                             os.kill(self.pid, 9)
                             break
                     chunk = os.read(self._out, 1 << 16)
@@ -84,7 +86,10 @@ def start(root: str, *args: str) -> Git | None:
     """``git --no-optional-locks -C ROOT ARGS``, its stdout piped, stderr discarded."""
     import _signal  # type: ignore[import-not-found]  # (`signal` imports enum)
 
-    read, write = os.pipe()
+    try:
+        read, write = os.pipe()
+    except OSError:  # out of descriptors: the caller asks git the slow way, or fails there
+        return None
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
     try:
         pid = os.posix_spawnp("git", ["git", "--no-optional-locks", "-C", root, *args], env,
