@@ -345,3 +345,34 @@ def test_no_module_is_over_500_lines() -> None:
         if lines > 500 and not path.as_posix().endswith("records/yamlfast.py"):
             over.append(f"{path.name}: {lines}")
     assert not over, over
+
+
+def test_the_first_search_after_an_edit_reads_it_without_the_record_model(repo: Path) -> None:
+    # the refresh reads a canonical file by the rebuild's row reader: no Record, no codec,
+    # no YAML reader, no build module (~20 ms of imports), and the edit is found
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from conftest import make_record, write_record
+
+    path = write_record(repo, make_record(title="Place order is disabled"))
+    old = time.time() - 60
+    os.utime(path, (old, old))
+    os.utime(path.parent, (old, old))
+    subprocess.run([sys.executable, "-m", "memidex", "--root", str(repo), "knowledge",
+                    "rebuild-index"], check=True, capture_output=True)
+    path.write_text(path.read_text(encoding="utf-8").replace(
+        "Place order is disabled", "Place order is greyed out"), encoding="utf-8")
+    heavy = ("memidex.records.model", "memidex.records.codec", "memidex.records.yamlfast",
+             "yaml", "dataclasses", "memidex.index.build")
+    code = ("import sys, runpy; sys.argv = ['memidex', '--root', sys.argv[1], 'knowledge', "
+            "'search', 'greyed', '--json']\n"
+            "try:\n    runpy.run_module('memidex', run_name='__main__')\n"
+            "except SystemExit as exc:\n    assert not exc.code, exc.code\n"
+            f"print('LOADED', ','.join(m for m in {heavy!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code, str(repo)], capture_output=True,
+                         text=True, check=True, env=_unmeasured_env())
+    assert "Place order is greyed out" in out.stdout, out.stdout
+    assert out.stdout.strip().endswith("LOADED"), out.stdout

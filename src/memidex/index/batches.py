@@ -1,17 +1,25 @@
 """The rows of a run of record files, flattened for ``executemany``: what a rebuild's
-parser processes make (:func:`parse_files`) and a refresh inserts (:func:`flatten`)."""
+parser processes make (:func:`parse_files`) and a refresh inserts (:func:`flatten` of
+:func:`changed_rows`), and the statements that insert them (:func:`insert_batch`). Light
+to import: a refresh of a few canonical files reads them without the record model."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memidex.index.db import file_digest
 from memidex.index.rows import FileRows, masker_of, rows_of, unreadable
 from memidex.index.segments import Segment
 from memidex.store.files import FileStat, Store
 
-__all__ = ["Batch", "flatten", "parse_files"]
+if TYPE_CHECKING:
+    from memidex.index.segments import SegmentMerger
+
+__all__ = ["INSERT_ANCHOR", "INSERT_EDGE", "INSERT_FILE", "INSERT_FTS", "INSERT_POLICY",
+           "INSERT_PROBLEM", "INSERT_RECORD", "INSERT_VERSION", "STAGE_ANCHOR", "Batch",
+           "changed_rows", "flatten", "insert_batch", "parse_files"]
 
 
 class Batch(NamedTuple):
@@ -25,6 +33,75 @@ class Batch(NamedTuple):
     problems: list[tuple[str, int, str]]
     fingerprint: int
     fts: Segment | None = None  # the records' FTS5 segment, made by a parser process
+
+
+INSERT_RECORD = (
+    "INSERT INTO records(rowid, id, path, kind, status, product, anchor, title, body, anchors,"
+    " scope, source, confirmations, contradictions, last_confirmed, valid_from, valid_until,"
+    " history) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+INSERT_VERSION = (
+    "INSERT INTO history_versions(record_rowid, version, id, product, kind, status,"
+    " valid_from, valid_until, title, body, anchors, source, confirmations, contradictions,"
+    " last_confirmed) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+INSERT_FTS = "INSERT INTO records_fts(rowid, title, body, anchors) VALUES (?, ?, ?, ?)"
+INSERT_FILE = "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?)"
+INSERT_ANCHOR = "INSERT OR IGNORE INTO anchors(anchor, record_rowid, main) VALUES (?,?,?)"
+STAGE_ANCHOR = "INSERT INTO temp.staged_anchors(anchor, record_rowid, main) VALUES (?,?,?)"
+INSERT_EDGE = "INSERT OR IGNORE INTO edges(record_rowid, src, rel, dst) VALUES (?,?,?,?)"
+INSERT_PROBLEM = "INSERT INTO problems(path, line, reason) VALUES (?,?,?)"
+INSERT_POLICY = "INSERT OR REPLACE INTO policies VALUES (?,?,?,?,?,?,?)"
+
+
+def insert_batch(conn: sqlite3.Connection, batch: Batch, *, stage_anchors: bool = False,
+                 segments: SegmentMerger | None = None) -> None:
+    """``stage_anchors``: into ``temp.staged_anchors`` (a rebuild), for one sorted insert
+    at the end (:func:`_insert_staged_anchors`) — at 100,000 records the anchors' b-tree
+    costs three times as much filled in record order. A batch's FTS5 segment, if it has
+    one, goes to ``segments``."""
+    conn.executemany(INSERT_FILE, batch.files)
+    conn.executemany(INSERT_RECORD, batch.records)
+    if batch.fts is not None and segments is not None:
+        segments.put(batch.fts)
+    else:
+        # (rowid, title, body, anchors), built here: sent from a parser, the text would
+        # cross the pipe twice
+        conn.executemany(INSERT_FTS, [(r[0], r[7], r[8], r[9]) for r in batch.records])
+    conn.executemany(INSERT_VERSION, batch.versions)
+    conn.executemany(STAGE_ANCHOR if stage_anchors else INSERT_ANCHOR, batch.anchors)
+    conn.executemany(INSERT_EDGE, batch.edges)
+    conn.executemany(INSERT_PROBLEM, batch.problems)
+
+
+def changed_rows(store: Store, fs: FileStat, data: bytes | None = None) -> FileRows:
+    """The rows of one record file a refresh reloads (``data``: its bytes, when the caller
+    has them): a canonical file by the rebuild's row reader (:mod:`memidex.index.rowread`:
+    no record model, no YAML reader), any other — and every file while a secrets file
+    masks records — by the full path. Both give the same rows (property-tested)."""
+    from memidex.index.rowread import canonical_rows
+
+    mtime_ns, ino = fs.mtime_ns, fs.ino
+    if data is None:
+        try:
+            data, st = store.read_with_stat(fs.relpath)
+        except OSError as exc:
+            return unreadable(fs, exc)
+        mtime_ns, ino = st.mtime_ns, st.ino
+    masker = masker_of(store)
+    rows = None
+    if not masker.secrets:
+        try:
+            rows = canonical_rows(data.decode("utf-8"), fs.relpath)
+        except UnicodeDecodeError:
+            rows = None
+    if rows is None:
+        return rows_of(fs.relpath, data, mtime_ns, ino, masker)
+    from memidex.records.digest import content_hash
+
+    record, vrows, arows, erows = rows
+    frow = (fs.relpath, "record", len(data), mtime_ns, ino, content_hash(data))
+    return FileRows(frow, record, tuple(vrows), tuple(arows), tuple(erows), ())
 
 
 def flatten(rows: Sequence[FileRows], first_rowid: int, *, dense: bool) -> Batch:

@@ -22,7 +22,15 @@ from typing import TYPE_CHECKING, Any
 
 from memidex._version import __version__
 from memidex.errors import MemidexError, Problem, RecordError
-from memidex.index.batches import Batch, flatten, parse_files
+from memidex.index.batches import (
+    INSERT_FILE,
+    INSERT_POLICY,
+    INSERT_PROBLEM,
+    Batch,
+    flatten,
+    insert_batch,
+    parse_files,
+)
 from memidex.index.db import (
     BUSY_TIMEOUT_MS,
     apply_migrations,
@@ -162,45 +170,6 @@ def _iter_batches(store: Store, files: Sequence[FileStat], jobs: int, *,
             for span in itertools.islice(todo, 1):
                 pending.append(pool.apply_async(_forked_batch, (span,)))
             yield Batch(*marshal.loads(data))
-
-
-INSERT_RECORD = (
-    "INSERT INTO records(rowid, id, path, kind, status, product, anchor, title, body, anchors,"
-    " scope, source, confirmations, contradictions, last_confirmed, valid_from, valid_until,"
-    " history) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
-)
-INSERT_VERSION = (
-    "INSERT INTO history_versions(record_rowid, version, id, product, kind, status,"
-    " valid_from, valid_until, title, body, anchors, source, confirmations, contradictions,"
-    " last_confirmed) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
-)
-INSERT_FTS = "INSERT INTO records_fts(rowid, title, body, anchors) VALUES (?, ?, ?, ?)"
-INSERT_FILE = "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?)"
-INSERT_ANCHOR = "INSERT OR IGNORE INTO anchors(anchor, record_rowid, main) VALUES (?,?,?)"
-STAGE_ANCHOR = "INSERT INTO temp.staged_anchors(anchor, record_rowid, main) VALUES (?,?,?)"
-INSERT_EDGE = "INSERT OR IGNORE INTO edges(record_rowid, src, rel, dst) VALUES (?,?,?,?)"
-INSERT_PROBLEM = "INSERT INTO problems(path, line, reason) VALUES (?,?,?)"
-INSERT_POLICY = "INSERT OR REPLACE INTO policies VALUES (?,?,?,?,?,?,?)"
-
-
-def insert_batch(conn: sqlite3.Connection, batch: Batch, *, stage_anchors: bool = False,
-                 segments: SegmentMerger | None = None) -> None:
-    """``stage_anchors``: into ``temp.staged_anchors`` (a rebuild), for one sorted insert
-    at the end (:func:`_insert_staged_anchors`) — at 100,000 records the anchors' b-tree
-    costs three times as much filled in record order. A batch's FTS5 segment, if it has
-    one, goes to ``segments``."""
-    conn.executemany(INSERT_FILE, batch.files)
-    conn.executemany(INSERT_RECORD, batch.records)
-    if batch.fts is not None and segments is not None:
-        segments.put(batch.fts)
-    else:
-        # (rowid, title, body, anchors), built here: sent from a parser, the text would
-        # cross the pipe twice
-        conn.executemany(INSERT_FTS, [(r[0], r[7], r[8], r[9]) for r in batch.records])
-    conn.executemany(INSERT_VERSION, batch.versions)
-    conn.executemany(STAGE_ANCHOR if stage_anchors else INSERT_ANCHOR, batch.anchors)
-    conn.executemany(INSERT_EDGE, batch.edges)
-    conn.executemany(INSERT_PROBLEM, batch.problems)
 
 
 def _insert_staged_anchors(conn: sqlite3.Connection) -> None:

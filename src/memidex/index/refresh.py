@@ -3,8 +3,10 @@
 :func:`detect_changes` asks the staleness check (:mod:`memidex.index.staleness`) which
 files may differ, compares their stat and content hash with the ``files`` table, and
 :func:`refresh` replaces just those files' rows inside one write transaction. Every row is
-a pure function of one file's bytes (:func:`memidex.index.build.file_rows`), so a refresh
-leaves the same rows as a full rebuild (a hypothesis test checks this). SQLite's errors
+a pure function of one file's bytes (:func:`memidex.index.batches.changed_rows`: a
+canonical file by the rebuild's row reader, without the record model; any other by the
+full path), so a refresh leaves the same rows as a full rebuild (a hypothesis test checks
+this). SQLite's errors
 leave this module as :class:`memidex.errors.IndexUnavailableError` errors.
 
 After an ingest the refresh is fed from the change set instead (:func:`landed`,
@@ -23,6 +25,7 @@ import contextlib
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 from memidex.errors import Problem
 from memidex.index import staleness
@@ -296,15 +299,19 @@ def refresh(store: Store, db: IndexDB) -> RefreshReport:
             store, db, generation=vis.generation)
         given = _GIVEN.pop(str(store.root), {})  # bytes an ingest wrote a moment ago
         if not changes.empty:
-            from memidex.index.build import file_rows, policy_rows
-            from memidex.index.rows import masker_of, rows_of
+            from memidex.index.batches import changed_rows
 
-            masker = masker_of(store)
             record_rows = [
-                rows_of(fs.relpath, data, fs.mtime_ns, fs.ino, masker)
+                changed_rows(store, fs, data)
                 if (data := given.get(fs.relpath)) is not None and len(data) == fs.size
-                else file_rows(store, fs) for fs in changes.records]
-            frows, prows, pproblems = policy_rows(store, changes.policies)
+                else changed_rows(store, fs) for fs in changes.records]
+            frows: list[Any] = []
+            prows: list[Any] = []
+            pproblems: list[Any] = []
+            if changes.policies:
+                from memidex.index.build import policy_rows
+
+                frows, prows, pproblems = policy_rows(store, changes.policies)
     report = RefreshReport(method=changes.method, interrupted=vis.interrupted)
     conn = db.conn
 
@@ -322,7 +329,7 @@ def refresh(store: Store, db: IndexDB) -> RefreshReport:
         except sqlite3.OperationalError:
             pass  # read-only, locked or a full disk: the index is up to date all the same
         return report
-    from memidex.index.build import (
+    from memidex.index.batches import (
         INSERT_FILE,
         INSERT_POLICY,
         INSERT_PROBLEM,

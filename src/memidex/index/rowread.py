@@ -29,7 +29,7 @@ from functools import cache
 from typing import Any
 
 from memidex.records.ids import ANCHOR_RE, ID_RE, PRODUCT_RE, anchor_slug, scope_json
-from memidex.records.model import MAX_ORDINAL
+from memidex.records.vocab import MAX_ORDINAL
 from memidex.store.files import check_rel
 
 __all__ = ["CanonicalRows", "FileReader", "canonical_rows", "prepare"]
