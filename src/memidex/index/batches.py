@@ -16,6 +16,7 @@ from memidex.store.files import FileStat, Store
 
 if TYPE_CHECKING:
     from memidex.index.segments import SegmentMerger
+    from memidex.masking import Masker
 
 __all__ = ["INSERT_ANCHOR", "INSERT_EDGE", "INSERT_FILE", "INSERT_FTS", "INSERT_POLICY",
            "INSERT_PROBLEM", "INSERT_RECORD", "INSERT_VERSION", "STAGE_ANCHOR", "Batch",
@@ -74,11 +75,13 @@ def insert_batch(conn: sqlite3.Connection, batch: Batch, *, stage_anchors: bool 
     conn.executemany(INSERT_PROBLEM, batch.problems)
 
 
-def changed_rows(store: Store, fs: FileStat, data: bytes | None = None) -> FileRows:
-    """The rows of one record file a refresh reloads (``data``: its bytes, when the caller
-    has them): a canonical file by the rebuild's row reader (:mod:`memidex.index.rowread`:
-    no record model, no YAML reader), any other — and every file while a secrets file
-    masks records — by the full path. Both give the same rows (property-tested)."""
+def changed_rows(store: Store, fs: FileStat, masker: Masker,
+                 data: bytes | None = None) -> FileRows:
+    """The rows of one record file a refresh reloads (``masker``: :func:`masker_of` the
+    store, read once by the caller; ``data``: the file's bytes, when the caller has them):
+    a canonical file by the rebuild's row reader (:mod:`memidex.index.rowread`: no record
+    model, no YAML reader), any other — and every file while a secrets file masks
+    records — by the full path. Both give the same rows (property-tested)."""
     from memidex.index.rowread import canonical_rows
 
     mtime_ns, ino = fs.mtime_ns, fs.ino
@@ -88,7 +91,6 @@ def changed_rows(store: Store, fs: FileStat, data: bytes | None = None) -> FileR
         except OSError as exc:
             return unreadable(fs, exc)
         mtime_ns, ino = st.mtime_ns, st.ino
-    masker = masker_of(store)
     rows = None
     if not masker.secrets:
         try:

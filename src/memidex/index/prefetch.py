@@ -141,23 +141,16 @@ def tops_of(root: str) -> list[str] | None:
     """The root-relative records and policies folders (``knowledge_dir/records``,
     ``policies_dir``) as the configuration will resolve them, when that is plain to see:
     the defaults, or plain relative folders set in ``memidex.toml``; else None."""
-    from memidex.store.peek import regular_bytes
+    from memidex.store.peek import config_keys
 
+    given = config_keys(root, ("knowledge_dir", "policies_dir"))
+    if given is None:
+        return None
     values = {"knowledge_dir": "agent-qa-knowledge/memory", "policies_dir": "policies"}
-    data = regular_bytes(os.path.join(root, "memidex.toml"), 1 << 20) or b""
-    if any(line.lstrip().startswith((b"knowledge_dir", b"policies_dir"))
-           for line in data.splitlines()):
-        import tomllib
-
-        try:
-            table = tomllib.loads(data.decode("utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+    for key, value in given.items():
+        if not isinstance(value, str):
             return None
-        for key in values:
-            value = table.get(key, values[key])
-            if not isinstance(value, str):
-                return None
-            values[key] = value
+        values[key] = value
     for value in values.values():
         parts = value.split("/")
         if value.startswith("/") or "\\" in value or \

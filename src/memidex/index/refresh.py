@@ -300,11 +300,15 @@ def refresh(store: Store, db: IndexDB) -> RefreshReport:
         given = _GIVEN.pop(str(store.root), {})  # bytes an ingest wrote a moment ago
         if not changes.empty:
             from memidex.index.batches import changed_rows
+            from memidex.index.rows import masker_of
 
-            record_rows = [
-                changed_rows(store, fs, data)
-                if (data := given.get(fs.relpath)) is not None and len(data) == fs.size
-                else changed_rows(store, fs) for fs in changes.records]
+            masker = masker_of(store)  # one look at the secrets file, not one a file
+            record_rows = []
+            for fs in changes.records:
+                data = given.get(fs.relpath)  # the bytes written, when still what is there
+                record_rows.append(changed_rows(
+                    store, fs, masker, data if data is not None and len(data) == fs.size
+                    else None))
             frows: list[Any] = []
             prows: list[Any] = []
             pproblems: list[Any] = []

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import stat
 
-__all__ = ["regular_bytes"]
+__all__ = ["config_keys", "regular_bytes"]
 
 
 def regular_bytes(path: str, limit: int) -> bytes | None:
@@ -39,3 +39,20 @@ def regular_bytes(path: str, limit: int) -> bytes | None:
         return None
     finally:
         os.close(fd)
+
+
+def config_keys(root: str, keys: tuple[str, ...]) -> dict[str, object] | None:
+    """The top-level ``keys`` that ``root``'s ``memidex.toml`` sets (``{}`` when it sets
+    none, or there is no such regular file); TOML is parsed only when a line starts with
+    one of them. None when it is not TOML (the configuration will say so)."""
+    data = regular_bytes(os.path.join(root, "memidex.toml"), 1 << 20) or b""
+    prefixes = tuple(k.encode("ascii") for k in keys)
+    if not any(line.lstrip().startswith(prefixes) for line in data.splitlines()):
+        return {}
+    import tomllib
+
+    try:
+        table = tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return None
+    return {k: table[k] for k in keys if k in table}

@@ -99,20 +99,10 @@ def find_root(given: str | None) -> str | None:
 def state_folder(root: str) -> str:
     """The state folder (``state_dir`` of memidex.toml, default ``.agent-qa``); TOML is
     parsed only when the file names ``state_dir``."""
-    from memidex.store.peek import regular_bytes
+    from memidex.store.peek import config_keys
 
-    state = ".agent-qa"
-    data = regular_bytes(os.path.join(root, "memidex.toml"), 1 << 20) or b""
-    if any(line.lstrip().startswith(b"state_dir") for line in data.splitlines()):
-        import tomllib
-
-        try:
-            value = tomllib.loads(data.decode("utf-8")).get("state_dir")
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
-            value = None
-        if isinstance(value, str) and value:
-            state = value
-    return os.path.join(root, state)
+    value = (config_keys(root, ("state_dir",)) or {}).get("state_dir")
+    return os.path.join(root, value if isinstance(value, str) and value else ".agent-qa")
 
 
 def socket_address(folder: str, name: str) -> tuple[str, int | None]:
