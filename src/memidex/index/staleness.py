@@ -133,14 +133,22 @@ def _finish_text(proc: Git | None) -> str | None:
     return None if proc.returncode != 0 else out.decode("utf-8", "surrogateescape")
 
 
+def _asked(root: str, key: tuple[str, ...] | list[str], args: tuple[str, ...],
+           generation: str | None) -> str | None:
+    """git's answer to ``args``: the call :func:`memidex.index.prefetch.prefetch` started
+    under ``key``, unless a change set landed since it was asked (then it is asked
+    again)."""
+    prefetched = take(root, key)
+    if prefetched is not None and (generation is None or prefetched[1] == generation):
+        return _finish_text(prefetched[0])
+    if prefetched is not None:
+        prefetched[0].communicate()  # asked before a change set landed: reaped, unread
+    return _git(root, *args)
+
+
 def _diff_files(root: str, tops: list[str], generation: str | None = None) -> set[str] | None:
-    prefetched = take(root, tops)
-    if prefetched is not None and generation is not None and prefetched[1] != generation:
-        prefetched[0].communicate()  # asked before a change set landed: ask again
-        prefetched = None
-    if prefetched is None:
-        return _names(_git(root, "diff-files", "--name-only", "-z", "--", *tops))
-    return _finish(prefetched[0])
+    return _names(_asked(root, tops, ("diff-files", "--name-only", "-z", "--", *tops),
+                         generation))
 
 
 def _names(out: str | None) -> set[str] | None:
@@ -166,14 +174,7 @@ def _index_mtime_and_head(root: str, generation: str | None = None
                           ) -> tuple[int | None, str | None]:
     """Both in one git call when there is a HEAD (the common case), else in two; the
     call :func:`memidex.index.prefetch.prefetch` started, unless a change set landed since."""
-    out: str | None
-    prefetched = take(root, HEAD)
-    if prefetched is not None and (generation is None or prefetched[1] == generation):
-        out = _finish_text(prefetched[0])
-    else:
-        if prefetched is not None:
-            prefetched[0].communicate()
-        out = _git(root, *HEAD_ARGS)
+    out = _asked(root, HEAD, HEAD_ARGS, generation)
     if out is not None and len(out.split("\n")) >= 2:
         index_path, head = out.split("\n")[:2]
         try:
