@@ -119,12 +119,11 @@ def _records(root: Path) -> list[Path]:
     return sorted((root / "agent-qa-knowledge/memory/records").rglob("*.md"))
 
 
-def raw_limit(files: list[Path], tmp: Path) -> float:
-    """A plain script writing the same files (write + fsync + rename), end to end."""
-    src = tmp / "raw-src"
-    dst = tmp / "raw-dst"
-    shutil.rmtree(src, ignore_errors=True)
-    shutil.rmtree(dst, ignore_errors=True)
+def raw_limit(files: list[Path], tmp: Path, k: int) -> float:
+    """A plain script writing the same files (write + fsync + rename), end to end, into a
+    new folder (``k`` names it: nothing is deleted while the benchmark runs)."""
+    src = tmp / f"raw-src-{k}"
+    dst = tmp / f"raw-dst-{k}"
     src.mkdir()
     dst.mkdir()
     for i, f in enumerate(files):
@@ -137,7 +136,16 @@ def ingest_figures(exe: str, tmp: Path, corpus: Path | None, repeat: int = 3,
     """Seconds (sorted) for: ingest into an empty repository (adds), a second run into it
     (confirms), the raw limit for the same files, the confirm run into ``corpus``, and
     (``daemon``) the adds and the confirms into an empty repository a ``memidex daemon``
-    serves; ``cpu``: the CPU seconds of each (sorted)."""
+    serves; ``cpu``: the CPU seconds of each (sorted); ``paired``: each figure's ratios to
+    the raw limit measured beside it (the mean of the raw runs just before and just after,
+    in the same repeat), sorted.
+
+    Nothing is deleted until the caller removes ``tmp``: on ext4, creating files costs
+    several times more for a while after many were deleted (the inode allocator skips
+    recently freed inodes), so deleting one repeat's repositories would slow the next —
+    memidex's and the raw script's alike, but not by the same amount. The raw script runs
+    before and after each pair of ingests for the same reason: the ratios are of
+    neighbours."""
     CPU.clear()
     first = tmp / "run-a.json"
     second = tmp / "run-b.json"
@@ -146,31 +154,53 @@ def ingest_figures(exe: str, tmp: Path, corpus: Path | None, repeat: int = 3,
     times: dict[str, list[float]] = {"add_empty": [], "confirm_empty": [], "raw": []}
     if daemon:
         times.update(add_daemon=[], confirm_daemon=[])
-    files: list[Path] = []
+    paired: dict[str, list[float]] = {key: [] for key in times if key != "raw"}
+    warmup = tmp / "warm-up"  # the record files the raw script writes, and warm caches
+    _init(warmup, exe)
+    subprocess.run([exe, "--root", str(warmup), "runs", "ingest", str(first)], check=True,
+                   capture_output=True, env=_env("0"))
+    files = _records(warmup)
+    n_raw = 0
+
+    def raw() -> float:
+        nonlocal n_raw
+        n_raw += 1
+        secs = raw_limit(files, tmp, n_raw)
+        times["raw"].append(secs)
+        return secs
+
+    def keep(pair: dict[str, float], before: float, after: float) -> None:
+        for key, secs in pair.items():
+            times[key].append(secs)
+            paired[key].append(secs / ((before + after) / 2))
+
+    before = raw()
     for k in range(repeat):
         root = tmp / f"empty-{k}"
         _init(root, exe)
-        times["add_empty"].append(_run([exe, "--root", str(root), "runs", "ingest",
-                                        str(first)], root, cpu="add_empty"))
-        files = _records(root)
-        times["confirm_empty"].append(_run([exe, "--root", str(root), "runs", "ingest",
-                                            str(second)], root, cpu="confirm_empty"))
-        times["raw"].append(raw_limit(files, tmp))
-        shutil.rmtree(root, ignore_errors=True)
+        pair = {"add_empty": _run([exe, "--root", str(root), "runs", "ingest", str(first)],
+                                  root, cpu="add_empty"),
+                "confirm_empty": _run([exe, "--root", str(root), "runs", "ingest",
+                                       str(second)], root, cpu="confirm_empty")}
+        after = raw()
+        keep(pair, before, after)
+        before = after
         if daemon:
             root = tmp / f"daemon-{k}"
             _init(root, exe)
             served = Daemon(exe, root)
             try:
-                for key, run in (("add_daemon", first), ("confirm_daemon", second)):
-                    times[key].append(_run([exe, "--root", str(root), "runs", "ingest",
-                                            str(run)], root, warm="require", cpu=key,
-                                           daemon=served.proc))
+                pair = {key: _run([exe, "--root", str(root), "runs", "ingest", str(run)],
+                                  root, warm="require", cpu=key, daemon=served.proc)
+                        for key, run in (("add_daemon", first), ("confirm_daemon", second))}
             finally:
                 served.stop()
-            shutil.rmtree(root, ignore_errors=True)
+            after = raw()
+            keep(pair, before, after)
+            before = after
     out: dict[str, Any] = {"records_written": len(files),
-                           **{key: sorted(v) for key, v in times.items()}}
+                           **{key: sorted(v) for key, v in times.items()},
+                           "paired": {key: sorted(v) for key, v in paired.items()}}
     if corpus is not None:
         out["confirm_corpus"] = [_corpus_case(exe, corpus.resolve(), first, second)]
     out["cpu"] = {key: sorted(v) for key, v in CPU.items()}
@@ -247,14 +277,17 @@ def main() -> int:
     cpu = {k: v[len(v) // 2] for k, v in figures["cpu"].items()}
     raw = med["raw"]
     print(f"records written per run: {figures['records_written']}; medians of "
-          f"{args.repeat}; cpu = user + system seconds (with a daemon: the client's and "
-          "the daemon's)")
+          f"{args.repeat} (raw: of {len(figures['raw'])}); cpu = user + system seconds "
+          "(with a daemon: the client's and the daemon's)")
     print(f"raw write+fsync+rename     {raw:.3f} s   cpu {cpu['raw']:.3f} s")
     for key in ("add_empty", "confirm_empty", "add_daemon", "confirm_daemon",
                 "confirm_corpus"):
         if key in med:
+            pair = figures["paired"].get(key)
+            beside = (f"   paired {pair[len(pair) // 2]:.2f} x (range "
+                      f"{pair[0]:.2f}-{pair[-1]:.2f})") if pair else ""
             print(f"ingest {key:19} {med[key]:.3f} s   cpu {cpu[key]:.3f} s   ratio "
-                  f"{med[key] / raw:.2f} x raw")
+                  f"{med[key] / raw:.2f} x raw{beside}")
     if "confirm_corpus" in med:
         ratio = med["confirm_corpus"] / med["confirm_empty"]
         print(f"corpus / empty (confirm runs): {ratio:.2f} x")
