@@ -11,7 +11,6 @@ instead of raising them).
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from memidex.config.tables import (
 )
 from memidex.errors import ConfigError, NotFoundError, Problem
 from memidex.plain import Frozen, set_field
+from memidex.tomlfast import loads as quick_toml
 
 __all__ = [
     "CONFIG_FILE",
@@ -268,10 +268,10 @@ def load_config(
     if config_file.is_file():
         found = config_file
         try:
-            data = tomllib.loads(config_file.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            text = config_file.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
             raise ConfigError(f"{config_file}: {exc}") from None
-        text = config_file.read_text(encoding="utf-8")
+        data = _toml(text, config_file)
         for key, value in data.items():
             try:
                 values[key] = _check_value(key, value, str(config_file))
@@ -304,6 +304,20 @@ def load_config(
                                     exc.message.removeprefix(f"{found}: ")))
     config = Config(root=resolved_root, config_file=found, problems=tuple(problems))
     return config.replace(**values)
+
+
+def _toml(text: str, config_file: Path) -> dict[str, Any]:
+    """The file's table: its usual forms read quickly (:mod:`memidex.tomlfast`), anything
+    else by ``tomllib``, which also names what is wrong."""
+    data = quick_toml(text)
+    if data is not None:
+        return data
+    import tomllib
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{config_file}: {exc}") from None
 
 
 def _key_line(text: str, key: str) -> int:

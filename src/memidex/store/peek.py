@@ -49,10 +49,18 @@ def config_keys(root: str, keys: tuple[str, ...]) -> dict[str, object] | None:
     prefixes = tuple(k.encode("ascii") for k in keys)
     if not any(line.lstrip().startswith(prefixes) for line in data.splitlines()):
         return {}
-    import tomllib
+    from memidex.tomlfast import loads
 
     try:
-        table = tomllib.loads(data.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
         return None
+    table = loads(text)
+    if table is None:
+        import tomllib
+
+        try:
+            table = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            return None
     return {k: table[k] for k in keys if k in table}
