@@ -10,10 +10,13 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from memidex.errors import ConfigError
 from memidex.plain import Frozen, set_field
+
+TYPE_CHECKING = False  # not typing's: a one-shot command imports no typing (~2 ms)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["DEFAULT_LIMIT", "DEFAULT_TRUST_FLOOR", "MAX_LIMIT", "BriefOptions",
            "IndexSettings", "LearningSettings", "ModelSettings", "PromotionPolicy", "check_keys",

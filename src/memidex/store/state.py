@@ -20,10 +20,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Protocol
 
 from memidex.errors import StateDamagedError
 from memidex.store.fsio import atomic_write
+
+TYPE_CHECKING = False  # not typing's: a one-shot command imports no typing (~2 ms)
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+else:  # the protocol is mypy's; at run time a plain base does
+    Protocol = object
 
 __all__ = ["DIRECT", "StateWriter", "load_state"]
 
