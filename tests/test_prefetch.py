@@ -175,3 +175,29 @@ def test_memidex_toml_is_peeked_only_when_it_is_a_regular_file(tmp_path: Path) -
     assert state_folder(str(tmp_path)) == str(tmp_path / ".st")
     assert regular_bytes(str(tmp_path / "memidex.toml"), 5) == b"state"
     assert regular_bytes(str(tmp_path / "absent.toml"), 5) is None
+
+
+_COLLECTOR_AT_EXIT = (
+    "import atexit, gc, sys\n"
+    "atexit.register(lambda: sys.stderr.write(f'collector={gc.isenabled()}\\n'))\n"
+    "sys.argv = ['memidex', *sys.argv[1:]]\n"
+    "from memidex.cli.main import run\n"
+    "run()\n")
+
+
+@pytest.mark.parametrize("argv, paused", [
+    (["knowledge", "search", "place order", "--json"], True),
+    (["brief", "t-1", "--json", "--no-record"], True),
+    (["knowledge", "list", "--json"], False),  # not an early command: the collector runs
+])
+def test_a_one_shot_reading_command_runs_without_the_collector(
+        repo: Path, argv: list[str], paused: bool) -> None:
+    """Its passes would visit objects that nearly all live to the exit; a command that
+    is not one of them (and every long-lived server) keeps the collector on."""
+    write_record(repo, make_record(title="Place order is disabled"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMIDEX_")}
+    env["MEMIDEX_WARM"] = "0"
+    proc = subprocess.run([sys.executable, "-c", _COLLECTOR_AT_EXIT, "--root", str(repo),
+                           *argv], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert f"collector={not paused}" in proc.stderr

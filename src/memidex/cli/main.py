@@ -37,7 +37,12 @@ def main(argv: list[str] | None = None) -> int:
         code = run_warm(sys.argv[1:])
         if code is not None:
             return code
-        early_git(sys.argv[1:])  # git's look at the records runs while the rest is imported
+        if early_git(sys.argv[1:]):  # git's look runs while the rest is imported
+            import gc
+
+            # a one-shot reading command: the collector's ~20 passes (most during the
+            # imports) visit objects that nearly all live to the exit, >= 3 ms of CPU
+            gc.disable()
     from memidex.cli.fast import parse_fast, run_fast
 
     args_list = sys.argv[1:] if argv is None else argv
@@ -56,24 +61,25 @@ EARLY_COMMANDS = (("knowledge", "search"), ("brief",), ("doctor",))
 """The commands :func:`early_git` starts git for: those whose staleness check collects it."""
 
 
-def early_git(argv: Sequence[str]) -> None:
+def early_git(argv: Sequence[str]) -> bool:
     """For a command line of :data:`EARLY_COMMANDS`, start the staleness check's git
     calls (:mod:`memidex.index.prefetch`) for the repository and folders it reads, as far
     as the command line and ``memidex.toml`` tell them without importing the
-    configuration: a wrong guess costs only the call."""
+    configuration: a wrong guess costs only the call. Whether it is such a command."""
     from memidex.index.prefetch import prefetch, tops_of
     from memidex.warm.client import command_of, find_root
 
     parsed = command_of(argv)
     if parsed is None or parsed[1] not in EARLY_COMMANDS:
-        return
+        return False
     try:
         root = find_root(parsed[0])
         tops = None if root is None else tops_of(root)
         if root is not None and tops is not None:
             prefetch(root, tops)
     except (OSError, ValueError):  # only a head start: the command reports what is wrong
-        return
+        pass
+    return True
 
 
 def wants_json(argv: Sequence[str]) -> bool:
