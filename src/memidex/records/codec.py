@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from memidex.errors import Problem, RecordError
+from memidex.records.canonical import read_canonical
 from memidex.records.digest import HASH_TAG, content_hash, verify_hash
 from memidex.records.model import HistoryEntry, Record, Scalar, Trust
 from memidex.records.validate import record_from_mapping
@@ -82,6 +83,12 @@ def load_front_matter(front: str, path: str, first_line: int = 2) -> Any:
 
 
 def parse_record(text: str, path: str) -> Record:
+    """The record in ``text`` (the file at ``path``, named in a problem): a file in the
+    canonical layout read straight into its record (:func:`read_canonical`, the same
+    record), any other through the front matter's mapping and its validation."""
+    record = read_canonical(text)
+    if record is not None:
+        return record
     front, body, first = split_front_matter(text, path)
     data = load_front_matter(front, path, first)
     return record_from_mapping(data, body, path=path, front_matter=front, first_line=first)

@@ -248,8 +248,13 @@ _BAD_TOKEN = re.compile(
     r'"(?:[-+.0-9~<=]|(?:yes|Yes|YES|no|No|NO|True|TRUE|False|FALSE|on|On|ON|off|Off|OFF'
     r'|Null|NULL)")'
 )
-"""After quoting: a token YAML would not read as a string (other than null, true, false
+"""After quoting: a token YAML may not read as a string (other than null, true, false
 and whole numbers, which are unquoted first)."""
+_BAD_WORD = re.compile(
+    r'"(?:yes|Yes|YES|no|No|NO|True|TRUE|False|FALSE|on|On|ON|off|Off|OFF|Null|NULL)"')
+_NUMBER_LIKE = re.compile(r'"([-+.0-9~<=][^"]*)"')
+"""After quoting: a token starting the way a number, a date or a merge key does (an
+opening quote, as a closing one is never followed by any of these characters)."""
 
 
 def _simple_json(text: str) -> str | None:
@@ -275,7 +280,15 @@ def _quote_tokens(text: str) -> str | None:
         return None  # an empty element, such as a trailing comma: leave it to PyYAML
     out = out.replace('"null"', "null").replace('"true"', "true").replace('"false"', "false")
     out = _QUOTED_INT.sub(_unquote_int, out)
-    return None if _BAD_TOKEN.search(out) else out
+    if _BAD_TOKEN.search(out) is None:
+        return out
+    # A token that starts like a number, such as a claim hash (``3a15e9c719b9``), is a
+    # string when the line reader would take it for one (:func:`_plain_json`, the same
+    # rules); any other (``1e3``, ``2024-01-01``, ``yes``) is declined as before.
+    if _BAD_WORD.search(out) is not None or not all(
+            _plain_json(token) == f'"{token}"' for token in _NUMBER_LIKE.findall(out)):
+        return None
+    return out
 
 
 def _unquote_int(m: re.Match[str]) -> str:
