@@ -561,7 +561,7 @@ def _history_ok(history: Any, anchor: str, start: int) -> bool:
     for h in history:
         if type(h) is not HistoryEntry or type(h.valid) is not Valid:
             return False
-        v = h.valid
+        v: Any = h.valid
         if not (_count(v.from_) and _count(v.until) and v.until > v.from_):
             return False
         if prev_until is not None and v.from_ < prev_until:
