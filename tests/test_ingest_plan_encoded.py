@@ -118,3 +118,33 @@ def test_a_broken_or_unnormalised_record_is_never_its_own_answer_wrongly(
     except (TypeError, ValueError, AttributeError):
         return
     holds(again)
+
+
+def reference_dump(r: Record) -> str:
+    """``dump_record`` as it was written: each line of ``front_matter_of``'s mapping."""
+    from memidex.records.yamlfast import dump_value
+
+    lines = ["---"]
+    for key, value in front_matter_of(r).items():
+        if key in ("evidence", "history"):
+            lines.append(f"{key}:")
+            lines += [f"  - {dump_value(item)}" for item in value]
+        else:
+            lines.append(f"{key}: {dump_value(value)}")
+    lines.append("---")
+    body = r.body.strip("\n").rstrip()
+    return "\n".join(lines) + "\n" + (body + "\n" if body else "")
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(records(), tricky_text(), st.data())
+def test_the_record_is_written_as_its_mapping_is(record: Record, text: str,
+                                                 data: st.DataObject) -> None:
+    assert dump_record(record) == reference_dump(record)
+    changes = data.draw(st.sampled_from(_changes(record, text)))
+    try:
+        broken = replace(record, **changes)
+        expected = reference_dump(broken)
+    except (TypeError, ValueError):
+        return
+    assert dump_record(broken) == expected

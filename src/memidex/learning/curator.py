@@ -100,8 +100,9 @@ def claim_of(r: Record) -> str | None:
 
 
 def _evidence(c: Candidate) -> Evidence:
-    return replace(c.evidence, extra=tuple(sorted({*c.evidence.extra,
-                                                   ("claim", c.claim_key)})))
+    e = c.evidence
+    return Evidence(e.run, e.test, e.step, e.observed, e.check, e.artifact,
+                    tuple(sorted({*e.extra, ("claim", c.claim_key)})))
 
 
 def _append(r: Record, ev: Evidence, cap: int) -> tuple[tuple[Evidence, ...], int | None]:
