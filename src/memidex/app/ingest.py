@@ -38,6 +38,8 @@ from memidex.store.files import Store
 from memidex.store.fsio import dump_json
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from memidex.app.results import IngestResult
     from memidex.write.writer import WriterSession
 
@@ -72,17 +74,23 @@ class StoreSource:
     bytes read, by content hash, for the writer (:attr:`Write.data`). (A plain class: a
     dataclass costs a one-shot ingest a fraction of a millisecond to define.)"""
 
-    __slots__ = ("_records_rel", "seen", "store")
+    __slots__ = ("_records_dir", "_records_rel", "seen", "store")
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self.seen: dict[str, bytes] = {}
         self._records_rel = store.records_rel
+        self._records_dir = str(store.records_dir)
 
     def read(self, kind: str, rid: str) -> Stored:
         from memidex.records.codec import content_hash, parse_record_bytes, recall
+        from memidex.records.ids import ID_RE
+        from memidex.records.vocab import KINDS
 
-        path = self.store.record_path(kind, rid)  # refuses a kind or id that could escape
+        if kind in KINDS and ID_RE.fullmatch(rid):  # Store.record_path's checks, as text
+            path: str | Path = f"{self._records_dir}/{kind}/{rid}.md"
+        else:
+            path = self.store.record_path(kind, rid)  # refuses what could escape
         try:
             with open(path, "rb") as f:
                 data = f.read()

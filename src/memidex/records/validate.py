@@ -491,6 +491,28 @@ def _status_combination(c: _Collector, status: str, previous: Any,
 
 # --- a record checked as it is -----------------------------------------------------------
 
+_IDS: dict[tuple[str, str, str, tuple[tuple[str, str], ...]], str] = {}
+_IDS_MAX = 8192
+
+
+def record_id_of(kind: str, anchor: str, product: str, scope: Pairs) -> str:
+    """``record_id(kind, anchor, product, dict(scope))``, remembered for a subject of
+    strings only (an ingest asks it of each subject four or five times: the candidate,
+    the decision, the fold, the record read and the record written). Bounded."""
+    if (type(kind) is str and type(anchor) is str and type(product) is str
+            and type(scope) is tuple and all(
+                type(p) is tuple and len(p) == 2 and type(p[0]) is str and type(p[1]) is str
+                for p in scope)):
+        key = (kind, anchor, product, scope)
+        rid = _IDS.get(key)  # type: ignore[arg-type]
+        if rid is None:
+            if len(_IDS) >= _IDS_MAX:
+                _IDS.clear()
+            rid = _IDS[key] = record_id(kind, anchor, product, dict(scope))  # type: ignore[index]
+        return rid
+    return record_id(kind, anchor, product, dict(scope))
+
+
 _KIND_SET = frozenset(KINDS)
 _STATUS_SET = frozenset(STATUSES)
 _SOURCE_SET = frozenset(SOURCES)
@@ -646,4 +668,4 @@ def loads_back(r: Record) -> bool:
     body = r.body
     if type(body) is not str or "\x00" in body or body != body.strip("\n").rstrip():
         return False
-    return rid == record_id(kind, anchor, product, dict(scope))
+    return rid == record_id_of(kind, anchor, product, scope)

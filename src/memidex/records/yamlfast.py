@@ -175,6 +175,8 @@ def _dump_key(key: Any) -> str:
 
 def dump_value(value: Any) -> str:
     """Flow-style YAML for a scalar, a mapping (key order kept) or a list."""
+    if type(value) is str:  # the usual value first: dump_scalar's answer for it
+        return value if is_plain_str(value) else _quote(value)
     if isinstance(value, dict):
         inner = ", ".join(f"{_dump_key(k)}: {dump_value(v)}" for k, v in value.items())
         return "{" + inner + "}"
