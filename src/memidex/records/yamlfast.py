@@ -378,9 +378,16 @@ _INNER = rf"(?:, |: |{_TOK})"
 _NODE1 = rf"[\[{{]{_INNER}*+[\]}}]"
 _NODE2 = rf"[\[{{](?:{_INNER}|{_NODE1})*+[\]}}]"
 _NODE3 = rf"[\[{{](?:{_INNER}|{_NODE2})*+[\]}}]"
-_DOC = re.compile(
-    rf"(?:[a-z_][a-z0-9_]*(?:: (?:{_NODE3}|{_TOK})|:(?:\n  - {_NODE3})++)\n)++"
-)
+_DOC_PATTERN = rf"(?:[a-z_][a-z0-9_]*(?:: (?:{_NODE3}|{_TOK})|:(?:\n  - {_NODE3})++)\n)++"
+
+
+@lru_cache(maxsize=1)
+def _doc() -> re.Pattern[str]:
+    """The whole-document pattern, compiled on first use: ~2 ms that a process reading
+    only canonical files (:mod:`memidex.records.canonical`) or none never spends."""
+    return re.compile(_DOC_PATTERN)
+
+
 _LONG_TOKEN = re.compile(rf"(?<![^,\[\]{{}}\n])[^,\[\]{{}}\n]{{{_SIMPLE_KEY_MAX}}}")
 """A run between separators as long as a key YAML would forget (declined, to be safe)."""
 _BLOCK = re.compile(":\x02([^\n]*)")
@@ -391,7 +398,7 @@ def _block(m: re.Match[str]) -> str:
 
 
 def _load_whole(front: str) -> dict[str, Any] | None:
-    if _LONG_TOKEN.search(front) or not _DOC.fullmatch(front):
+    if _LONG_TOKEN.search(front) or not _doc().fullmatch(front):
         return None  # (no control characters pass the pattern: \x01-\x03 are free)
     # `key:` + item lines -> `key: [item, item]`; then the lines are one flow mapping.
     text = front.replace(":\n  - ", ":\x02").replace("\n  - ", "\x03")
@@ -484,7 +491,13 @@ def _load_lines(front_matter: str) -> dict[str, Any] | None:
 
 _BLOCK_STYLE = re.compile(r":\n(?:- |  [A-Za-z_]|  - (?![\[{]))")
 _BLOCK_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*):(?: (.*))?")
-_FLOW_NODE = re.compile(_NODE3)
+
+
+@lru_cache(maxsize=1)
+def _flow_node() -> re.Pattern[str]:
+    """One flow node (the block reader's), compiled on first use (~1 ms)."""
+    return re.compile(_NODE3)
+
 
 
 def _block_scalar(value: str) -> str | None:
@@ -493,7 +506,7 @@ def _block_scalar(value: str) -> str | None:
     if first in ("[", "{"):
         if value in ("[]", "{}"):
             return value
-        if _FLOW_NODE.fullmatch(value) is None:
+        if _flow_node().fullmatch(value) is None:
             return None  # not one node of the plain shapes
         return _simple_json(value) or _to_json(value)
     if first == '"':
