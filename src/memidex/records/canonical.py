@@ -52,6 +52,7 @@ from memidex.records.yamlfast import (
     _QUOTED,
     _SIMPLE_KEY_MAX,
     _line,
+    _plain_json,
     _strict_loads,
     _without_comments,
     is_plain_str,
@@ -103,7 +104,46 @@ def _value(line: str, key: str) -> Any:
         raise _Decline from None
 
 
+def _flat(text: str) -> Any:
+    """A flow list or mapping of plain tokens and nothing else (no quote, no nesting) —
+    ``[a, b]``, ``{k: v, k: v}`` — read token by token by the line reader's rule for a
+    plain token (:func:`_plain_json`), the list or mapping :func:`_read_line` reads;
+    None for anything else (a mapping key that is no string, one given twice, an empty
+    element), which the line reader then reads or declines."""
+    inner = text[1:-1]
+    if not inner or '"' in inner or "[" in inner or "]" in inner or "{" in inner \
+            or "}" in inner:
+        return None
+    parts = inner.split(", ")
+    if text[0] == "[":
+        items = []
+        for part in parts:
+            token = _plain_json(part)
+            if token is None or token[0] != '"':
+                return None  # (a list of strings is all a record holds in one)
+            items.append(part)
+        return items
+    out: dict[str, Any] = {}
+    for part in parts:
+        key, sep, raw = part.partition(": ")
+        if not sep or ": " in raw or _plain_json(key) != f'"{key}"':
+            return None
+        token = _plain_json(raw)
+        if token is None:
+            return None
+        out[key] = raw if token[0] == '"' else _SCALARS.get(token) if token in _SCALARS \
+            else int(token)
+    return out if len(out) == len(parts) else None
+
+
+_SCALARS: dict[str, Any] = {"null": None, "true": True, "false": False}
+
+
 def _item(line: str) -> Any:
+    if line.startswith("  - {") and line.endswith("}"):
+        flat = _flat(line[4:])
+        if flat is not None:
+            return flat
     parsed = _read_line(line)
     if parsed is None or parsed[0] != _ITEM:
         raise _Decline
@@ -226,7 +266,10 @@ def _read(lines: list[str], body: str) -> Record:
     i += 1
     if not at("anchors: "):
         raise _Decline
-    anchors_raw = _value(lines[i], "anchors")
+    line = lines[i]
+    anchors_raw = _flat(line[9:]) if line[9:10] == "[" and line[-1] == "]" else None
+    if anchors_raw is None:
+        anchors_raw = _value(line, "anchors")
     if not isinstance(anchors_raw, list) or not all(_anchor_ok(a) for a in anchors_raw):
         raise _Decline
     i += 1
