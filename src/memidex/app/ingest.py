@@ -92,8 +92,7 @@ class StoreSource:
         else:
             path = self.store.record_path(kind, rid)  # refuses what could escape
         try:
-            with open(path, "rb") as f:
-                data = f.read()
+            data = _read_all(path)
         except FileNotFoundError:
             return Stored()
         sha = content_hash(data)
@@ -117,6 +116,24 @@ class StoreSource:
 
     def relpath(self, kind: str, rid: str) -> str:
         return self.store.rel(self.store.record_path(kind, rid))
+
+
+def _read_all(path: str | Path) -> bytes:
+    """The file's bytes, to its end, as ``open(path, "rb").read()`` gives them — without
+    the buffered file object (half the cost of reading a small record file)."""
+    import os
+
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        data = os.read(fd, 1 << 16)
+        if data:
+            more = os.read(fd, 1 << 16)
+            while more:
+                data += more
+                more = os.read(fd, 1 << 16)
+        return data
+    finally:
+        os.close(fd)
 
 
 def already(runs: RunStore, run: Run, digest: str) -> IngestResult | None:

@@ -168,6 +168,7 @@ def dump_scalar(value: Any) -> str:
     raise TypeError(f"cannot write {type(value).__name__} in a record")
 
 
+@lru_cache(maxsize=4096, typed=True)  # typed: the key True is written `true`, 1 `1`
 def _dump_key(key: Any) -> str:
     text = dump_scalar(key)
     return text if len(text) <= _SIMPLE_KEY_MAX else "? " + text
@@ -175,8 +176,10 @@ def _dump_key(key: Any) -> str:
 
 def dump_value(value: Any) -> str:
     """Flow-style YAML for a scalar, a mapping (key order kept) or a list."""
-    if type(value) is str:  # the usual value first: dump_scalar's answer for it
+    if type(value) is str:  # the usual values first: dump_scalar's answer for them
         return value if is_plain_str(value) else _quote(value)
+    if type(value) is int:
+        return str(value)
     if isinstance(value, dict):
         inner = ", ".join(f"{_dump_key(k)}: {dump_value(v)}" for k, v in value.items())
         return "{" + inner + "}"
