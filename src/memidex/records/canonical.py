@@ -221,50 +221,46 @@ def read_canonical(text: str) -> Record | None:
         return None
     try:
         return _read(front.split("\n"), body)
-    except _Decline:
+    except (_Decline, IndexError):  # (IndexError: never, lines[n] is "" — but declined)
         return None
 
 
 def _read(lines: list[str], body: str) -> Record:
     if lines[-1] != "":
         raise _Decline
-    n = len(lines) - 1
+    n = len(lines) - 1  # lines[n] is "": a look one line past the last never fails
     i = 0
-
-    def at(prefix: str) -> bool:
-        return i < n and lines[i].startswith(prefix)
-
     rid = _text(lines[0], "id")
     if not (isinstance(rid, str) and ID_RE.fullmatch(rid)):
         raise _Decline
     i = 1
-    if not at("kind: "):
+    if not lines[i].startswith("kind: "):
         raise _Decline
     kind = _check(lines[i], "kind")
     i += 1
-    if not at("status: "):
+    if not lines[i].startswith("status: "):
         raise _Decline
     status = _check(lines[i], "status")
     i += 1
     previous = None
-    if at("previous_status: "):
+    if lines[i].startswith("previous_status: "):
         previous = _check(lines[i], "previous_status")
         i += 1
-    if not at("product: "):
+    if not lines[i].startswith("product: "):
         raise _Decline
     product = _check(lines[i], "product")
     i += 1
     scope: tuple[tuple[str, Any], ...] = ()
-    if at("scope: "):
+    if lines[i].startswith("scope: "):
         scope = _check(lines[i], "scope")
         i += 1
-    if not at("anchor: "):
+    if not lines[i].startswith("anchor: "):
         raise _Decline
     anchor = _text(lines[i], "anchor")
     if not _anchor_ok(anchor):
         raise _Decline
     i += 1
-    if not at("anchors: "):
+    if not lines[i].startswith("anchors: "):
         raise _Decline
     line = lines[i]
     anchors_raw = _flat(line[9:]) if line[9:10] == "[" and line[-1] == "]" else None
@@ -273,38 +269,38 @@ def _read(lines: list[str], body: str) -> Record:
     if not isinstance(anchors_raw, list) or not all(_anchor_ok(a) for a in anchors_raw):
         raise _Decline
     i += 1
-    if not at("title: "):
+    if not lines[i].startswith("title: "):
         raise _Decline
     title = _text(lines[i], "title")
     if not (isinstance(title, str) and title and "\n" not in title):
         raise _Decline
     i += 1
     written_by = None
-    if at("written_by: "):
+    if lines[i].startswith("written_by: "):
         written_by = _check(lines[i], "written_by")
         i += 1
-    if not at("trust: "):
+    if not lines[i].startswith("trust: "):
         raise _Decline
     trust: Trust = _check(lines[i], "trust")
     i += 1
-    if not at("valid: "):
+    if not lines[i].startswith("valid: "):
         raise _Decline
     valid: Valid = _check(lines[i], "valid")
     i += 1
-    if not at("relations: "):
+    if not lines[i].startswith("relations: "):
         raise _Decline
     relations: Relations = _check(lines[i], "relations")
     i += 1
     total = None
-    if at("evidence_total: "):
+    if lines[i].startswith("evidence_total: "):
         total = _check(lines[i], "evidence_total")
         i += 1
     c = _Collector("", "", 2)
     evidence: tuple[Evidence, ...] = ()
-    if i < n and lines[i] == "evidence:":
+    if lines[i] == "evidence:":
         i += 1
         items = []
-        while at("  - "):
+        while lines[i].startswith("  - "):
             items.append(_item(lines[i]))
             i += 1
         checked = _evidence(items, c) if items else None
@@ -312,10 +308,10 @@ def _read(lines: list[str], body: str) -> Record:
             raise _Decline  # (`evidence:` with no items is null: never written so)
         evidence = checked
     history: tuple[HistoryEntry, ...] = ()
-    if i < n and lines[i] == "history:":
+    if lines[i] == "history:":
         i += 1
         items = []
-        while at("  - "):
+        while lines[i].startswith("  - "):
             items.append(_item(lines[i]))
             i += 1
         versions = _history(items, c, anchor) if items else None
