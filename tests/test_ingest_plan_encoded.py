@@ -1,5 +1,5 @@
 """The planner's load-back check without the front-matter mapping:
-:func:`memidex.records.validate.loads_back` says a record is its own answer only when
+:func:`memidex.records.loadback.loads_back` says a record is its own answer only when
 validating the mapping ``dump_record`` writes gives that very record (and its text reads
 back as it) — for valid records, and for every way of breaking or un-normalising one."""
 
@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 from memidex.errors import RecordError
 from memidex.learning.checks import encoded
 from memidex.records.codec import content_hash, dump_record, front_matter_of, parse_record, recall
+from memidex.records.loadback import loads_back
 from memidex.records.model import Evidence, HistoryEntry, Record, Relations, Trust, Valid
-from memidex.records.validate import loads_back, record_from_mapping
+from memidex.records.validate import record_from_mapping
 from strategies import records, tricky_text
 
 

@@ -35,8 +35,9 @@ from memidex.records.codec import (
     parse_record,
     remember,
 )
+from memidex.records.loadback import loads_back
 from memidex.records.model import Record
-from memidex.records.validate import loads_back, record_from_mapping
+from memidex.records.validate import record_from_mapping
 
 __all__ = ["changed_share", "encoded", "missing_citations", "rewrite", "self_contradiction",
            "too_many_rewrites", "unloadable"]

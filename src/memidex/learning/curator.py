@@ -33,8 +33,8 @@ from dataclasses import dataclass, replace
 from memidex.config.tables import LearningSettings
 from memidex.learning.candidates import Candidate
 from memidex.plain import Frozen, set_field
+from memidex.records.loadback import cached_record_id
 from memidex.records.model import Evidence, HistoryEntry, Record, Trust, Valid
-from memidex.records.validate import record_id_of
 from memidex.trust import confirm as confirm_trust
 from memidex.trust import contradict, promotion
 
@@ -86,7 +86,7 @@ class Decision:
 
 
 def subject_id(c: Candidate, product: str) -> str:
-    return record_id_of(c.kind, c.anchor, product, c.scope)
+    return cached_record_id(c.kind, c.anchor, product, c.scope)
 
 
 def claim_of(r: Record) -> str | None:

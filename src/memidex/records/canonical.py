@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from memidex.records.ids import ANCHOR_RE, ID_RE, PRODUCT_RE
+from memidex.records.loadback import cached_record_id
 from memidex.records.model import (
     KINDS,
     MAX_ORDINAL,
@@ -44,7 +45,6 @@ from memidex.records.validate import (
     _status_combination,
     _trust,
     _valid,
-    record_id_of,
 )
 from memidex.records.yamlfast import (
     _ITEM,
@@ -330,7 +330,7 @@ def _read(lines: list[str], body: str) -> Record:
         until = history[-1].valid.until
         if until is None or until > valid.from_:
             raise _Decline
-    if rid != record_id_of(kind, anchor, product, scope):
+    if rid != cached_record_id(kind, anchor, product, scope):
         raise _Decline
     return Record(
         id=rid, kind=kind, status=status, product=product, anchor=anchor, title=title,
