@@ -52,6 +52,15 @@ def home_pattern(home: str | None) -> re.Pattern[str]:
     """The home folders of this machine: ``home`` (``$HOME``) and each account's home
     under ``/home/``, ``/Users/`` or at ``/root``, each ending at a path boundary; and
     Windows user folders."""
+    alts = [re.escape(h) for h in _homes(home)]
+    alts.append(_WINDOWS_HOME)
+    return re.compile(rf"(?:{'|'.join(alts)})(?![A-Za-z0-9._-])")
+
+
+@lru_cache(maxsize=8)
+def _homes(home: str | None) -> tuple[str, ...]:
+    """The home folders :func:`home_pattern` matches (besides Windows ones), longest
+    first: a text holding none of them and no backslash holds no match."""
     homes: set[str] = set()
     if home and home.startswith("/") and home.rstrip("/"):
         homes.add(home.rstrip("/"))
@@ -64,9 +73,7 @@ def home_pattern(home: str | None) -> re.Pattern[str]:
                 homes.add(d)
     except (ImportError, OSError, KeyError):  # no account database (Windows, a sandbox)
         pass
-    alts = [re.escape(h) for h in sorted(homes, key=lambda h: (-len(h), h))]
-    alts.append(_WINDOWS_HOME)
-    return re.compile(rf"(?:{'|'.join(alts)})(?![A-Za-z0-9._-])")
+    return tuple(sorted(homes, key=lambda h: (-len(h), h)))
 
 
 _SECRET_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*): (.+)")
@@ -241,9 +248,15 @@ class Masker(Frozen):
 
     def mask(self, text: str) -> str:
         """Secrets, then home paths."""
-        text = self.mask_secrets(text)
-        if "/" in text or "\\" in text:
-            text = home_pattern(os.environ.get("HOME")).sub("~", text)
+        if self.secrets:
+            text = self.mask_secrets(text)
+        if "\\" in text:
+            return home_pattern(os.environ.get("HOME")).sub("~", text)
+        if "/" in text:
+            home = os.environ.get("HOME")
+            for h in _homes(home):  # the pattern only once a home folder is in the text
+                if h in text:
+                    return home_pattern(home).sub("~", text)
         return text
 
     # --- output: a secret typed by hand into a committed record, masked where printed --
@@ -361,34 +374,46 @@ class Masker(Frozen):
         m = self.mask
         scope = tuple((m(k), m(v) if isinstance(v, str) else v) for k, v in r.scope)
         anchor = m(r.anchor)
-        new = replace(
-            r, title=m(r.title), body=m(r.body), anchor=anchor,
-            anchors=tuple(sorted({m(a) for a in r.anchors} - {anchor})),
-            scope=tuple(sorted(dict(scope).items())),
-            evidence=tuple(self._evidence(e) for e in r.evidence),
-            history=tuple(self._history(h) for h in r.history),
-        )
-        if new == r:
-            return r
+        title, body = m(r.title), m(r.body)
+        anchors = tuple(sorted({m(a) for a in r.anchors} - {anchor}))
+        scope = tuple(sorted(dict(scope).items()))
+        evidence = tuple(self._evidence(e) for e in r.evidence)
+        history = tuple(self._history(h) for h in r.history)
+        if (title == r.title and body == r.body and anchor == r.anchor
+                and anchors == r.anchors and scope == r.scope and evidence == r.evidence
+                and history == r.history):
+            return r  # nothing to mask (the usual case): no copy
+        new = replace(r, title=title, body=body, anchor=anchor, anchors=anchors,
+                      scope=scope, evidence=evidence, history=history)
         return replace(new, id=record_id(new.kind, new.anchor, new.product,
                                          dict(new.scope)))
 
     def _evidence(self, e: Evidence) -> Evidence:
-        from dataclasses import replace
-
+        """``e`` with its strings masked and its extra keys sorted (``e`` itself when that
+        changes nothing)."""
         m = self.mask
 
         def s(v: str | None) -> str | None:
             return None if v is None else m(v)
 
-        extra = tuple((m(k), m(v) if isinstance(v, str) else v) for k, v in e.extra)
-        return replace(e, run=s(e.run), test=s(e.test), observed=s(e.observed),
-                       check=s(e.check), artifact=s(e.artifact),
-                       extra=tuple(sorted(dict(extra).items())))
-
-    def _history(self, h: HistoryEntry) -> HistoryEntry:
+        extra = tuple(sorted(dict(
+            (m(k), m(v) if isinstance(v, str) else v) for k, v in e.extra).items()))
+        run, test, observed = s(e.run), s(e.test), s(e.observed)
+        check, artifact = s(e.check), s(e.artifact)
+        if (run == e.run and test == e.test and observed == e.observed and check == e.check
+                and artifact == e.artifact and extra == e.extra):
+            return e
         from dataclasses import replace
 
+        return replace(e, run=run, test=test, observed=observed, check=check,
+                       artifact=artifact, extra=extra)
+
+    def _history(self, h: HistoryEntry) -> HistoryEntry:
         m = self.mask
         anchors = None if h.anchors is None else tuple(sorted({m(a) for a in h.anchors}))
-        return replace(h, title=m(h.title), body=m(h.body), anchors=anchors)
+        title, body = m(h.title), m(h.body)
+        if title == h.title and body == h.body and anchors == h.anchors:
+            return h
+        from dataclasses import replace
+
+        return replace(h, title=title, body=body, anchors=anchors)

@@ -38,6 +38,8 @@ from memidex.store.files import Store
 from memidex.store.fsio import dump_json
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from memidex.app.results import IngestResult
     from memidex.write.writer import WriterSession
 
@@ -72,20 +74,25 @@ class StoreSource:
     bytes read, by content hash, for the writer (:attr:`Write.data`). (A plain class: a
     dataclass costs a one-shot ingest a fraction of a millisecond to define.)"""
 
-    __slots__ = ("_records_rel", "seen", "store")
+    __slots__ = ("_records_dir", "_records_rel", "seen", "store")
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self.seen: dict[str, bytes] = {}
         self._records_rel = store.records_rel
+        self._records_dir = str(store.records_dir)
 
     def read(self, kind: str, rid: str) -> Stored:
         from memidex.records.codec import content_hash, parse_record_bytes, recall
+        from memidex.records.ids import ID_RE
+        from memidex.records.vocab import KINDS
 
-        path = self.store.record_path(kind, rid)  # refuses a kind or id that could escape
+        if kind in KINDS and ID_RE.fullmatch(rid):  # Store.record_path's checks, as text
+            path: str | Path = f"{self._records_dir}/{kind}/{rid}.md"
+        else:
+            path = self.store.record_path(kind, rid)  # refuses what could escape
         try:
-            with open(path, "rb") as f:
-                data = f.read()
+            data = _read_all(path)
         except FileNotFoundError:
             return Stored()
         sha = content_hash(data)
@@ -109,6 +116,24 @@ class StoreSource:
 
     def relpath(self, kind: str, rid: str) -> str:
         return self.store.rel(self.store.record_path(kind, rid))
+
+
+def _read_all(path: str | Path) -> bytes:
+    """The file's bytes, to its end, as ``open(path, "rb").read()`` gives them — without
+    the buffered file object (half the cost of reading a small record file)."""
+    import os
+
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        data = os.read(fd, 1 << 16)
+        if data:
+            more = os.read(fd, 1 << 16)
+            while more:
+                data += more
+                more = os.read(fd, 1 << 16)
+        return data
+    finally:
+        os.close(fd)
 
 
 def already(runs: RunStore, run: Run, digest: str) -> IngestResult | None:

@@ -4,6 +4,7 @@ process runs on CI."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from memidex.errors import InvalidInputError
@@ -27,8 +28,9 @@ def prepare_run(data: Any, *, source: str, masker: Masker, build_tag: str | None
 
     try:
         if not masked:
-            data = _mask(data, masker)
-        _encodable(data)
+            data = _mask(data, masker.mask)  # and each string checked to be text
+        else:
+            _encodable(data)
     except RecursionError:
         raise InvalidInputError(f"{source}: the run is nested too deeply",
                                 hint="a run file is one JSON object (docs/runs.md)") from None
@@ -67,13 +69,18 @@ def _encodable(value: Any) -> None:
             stack.extend(v)
 
 
-def _mask(value: Any, masker: Masker) -> Any:
+def _mask(value: Any, mask: Callable[[str], str]) -> Any:
+    """``value`` with every string masked (keys included), each masked string checked to
+    be text as :func:`_encodable` checks it — one walk over the run, not two."""
     if isinstance(value, str):
-        return masker.mask(value)
+        out = mask(value)
+        if not out.isascii():
+            out.encode("utf-8")
+        return out
     if isinstance(value, list):
-        return [_mask(v, masker) for v in value]
+        return [_mask(v, mask) for v in value]
     if isinstance(value, dict):
-        return {masker.mask(k) if isinstance(k, str) else k: _mask(v, masker)
+        return {_mask(k, mask) if isinstance(k, str) else k: _mask(v, mask)
                 for k, v in value.items()}
     return value
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from memidex.config.tables import LearningSettings
 from memidex.learning.candidates import Candidate
 from memidex.plain import Frozen, set_field
-from memidex.records.ids import record_id
+from memidex.records.loadback import cached_record_id
 from memidex.records.model import Evidence, HistoryEntry, Record, Trust, Valid
 from memidex.trust import confirm as confirm_trust
 from memidex.trust import contradict, promotion
@@ -86,7 +86,7 @@ class Decision:
 
 
 def subject_id(c: Candidate, product: str) -> str:
-    return record_id(c.kind, c.anchor, product, dict(c.scope))
+    return cached_record_id(c.kind, c.anchor, product, c.scope)
 
 
 def claim_of(r: Record) -> str | None:
@@ -100,8 +100,9 @@ def claim_of(r: Record) -> str | None:
 
 
 def _evidence(c: Candidate) -> Evidence:
-    return replace(c.evidence, extra=tuple(sorted({*c.evidence.extra,
-                                                   ("claim", c.claim_key)})))
+    e = c.evidence
+    return Evidence(e.run, e.test, e.step, e.observed, e.check, e.artifact,
+                    tuple(sorted({*e.extra, ("claim", c.claim_key)})))
 
 
 def _append(r: Record, ev: Evidence, cap: int) -> tuple[tuple[Evidence, ...], int | None]:

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from memidex.evidence import Run, TestResult
 from memidex.learning.candidates import Candidate
 from memidex.learning.teststate import TestState, copy_states
-from memidex.records.ids import record_id
+from memidex.records.loadback import cached_record_id
 
 __all__ = ["MAX_PASSED_BUILDS", "TestState", "copy_states", "count_missing", "count_resolved",
            "fold_run", "reached"]
@@ -94,7 +94,7 @@ def fold_run(tests: dict[str, TestState], run: Run, n: int,
     taught: dict[str, dict[str, str]] = {}
     raised: dict[str, dict[str, str]] = {}
     for c in candidates:
-        rid = record_id(c.kind, c.anchor, run.product, dict(c.scope))
+        rid = cached_record_id(c.kind, c.anchor, run.product, c.scope)
         if c.kind == "fact" and not c.from_failure and not c.held:
             taught.setdefault(c.test_id, {})[rid] = c.anchor
         elif c.kind == "unknown":

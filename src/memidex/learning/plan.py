@@ -224,15 +224,16 @@ def plan_run(run: Run, ordinal: int, analysis: Mapping[str, str],
         d = decide(c, existing, ctx)
         if d.note and (c.held or d.note.startswith("build ")):
             plan.notes.append(f"{rid}: {d.note}")
-        if d.record is not None:
-            d = replace(d, record=mask(d.record))
-        if d.record is not None and model.enabled and ask is not None and (
-                d.op in ("add", "supersede", "unknown") and existing is None
-                or d.op == "supersede"
-                or existing is not None and existing.written_by == "template"):
-            d = replace(d, record=_reword(run.run_id, c, d.record, ask, mask_text,
-                                          plan.notes))
-        d = replace(d, expected=stored.sha)
+        record = d.record
+        if record is not None:
+            record = mask(record)
+            if model.enabled and ask is not None and (
+                    d.op in ("add", "supersede", "unknown") and existing is None
+                    or d.op == "supersede"
+                    or existing is not None and existing.written_by == "template"):
+                record = _reword(run.run_id, c, record, ask, mask_text, plan.notes)
+        # one new decision (not a copy per change): the masked record, the hash read
+        d = Decision(d.op, d.id, record, d.before, d.note, stored.sha)
         touched[rid] = d
         reason = checks.self_contradiction(c, d) or checks.rewrite(c, d, existing, settings)
         if reason is None and duplicate is not None and existing is None \

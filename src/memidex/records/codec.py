@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from memidex.errors import Problem, RecordError
+from memidex.records.canonical import read_canonical
 from memidex.records.digest import HASH_TAG, content_hash, verify_hash
 from memidex.records.model import HistoryEntry, Record, Scalar, Trust
 from memidex.records.validate import record_from_mapping
@@ -82,6 +83,12 @@ def load_front_matter(front: str, path: str, first_line: int = 2) -> Any:
 
 
 def parse_record(text: str, path: str) -> Record:
+    """The record in ``text`` (the file at ``path``, named in a problem): a file in the
+    canonical layout read straight into its record (:func:`read_canonical`, the same
+    record), any other through the front matter's mapping and its validation."""
+    record = read_canonical(text)
+    if record is not None:
+        return record
     front, body, first = split_front_matter(text, path)
     data = load_front_matter(front, path, first)
     return record_from_mapping(data, body, path=path, front_matter=front, first_line=first)
@@ -171,18 +178,42 @@ def front_matter_of(record: Record) -> dict[str, Any]:
     return out
 
 
-_BLOCK_LISTS = ("evidence", "history")  # one flow mapping a line; everything else flow
-
-
 def dump_record(record: Record) -> str:
-    """The canonical text of ``record``: fixed key order, flow values, stable bytes."""
-    lines = ["---"]
-    for key, value in front_matter_of(record).items():
-        if key in _BLOCK_LISTS:
-            lines.append(f"{key}:")
-            lines += [f"  - {dump_value(item)}" for item in value]
-        else:
-            lines.append(f"{key}: {dump_value(value)}")
+    """The canonical text of ``record``: fixed key order, flow values, stable bytes —
+    each line of :func:`front_matter_of`'s mapping as :func:`dump_value` writes it
+    (``key: value``; ``evidence`` and ``history`` one ``  - {…}`` line an item), written
+    here field by field, without the mapping (a property test holds the two to each
+    other, ``tests/test_ingest_plan_encoded.py``)."""
+    r = record
+    dv = dump_value
+    lines = ["---", f"id: {dv(r.id)}", f"kind: {dv(r.kind)}", f"status: {dv(r.status)}"]
+    if r.previous_status is not None:
+        lines.append(f"previous_status: {dv(r.previous_status)}")
+    lines.append(f"product: {dv(r.product)}")
+    if r.scope:
+        lines.append(f"scope: {dv(_pairs_dict(r.scope))}")
+    lines.append(f"anchor: {dv(r.anchor)}")
+    lines.append(f"anchors: {dv(list(r.anchors))}")
+    lines.append(f"title: {dv(r.title)}")
+    if r.written_by is not None:
+        lines.append(f"written_by: {dv(r.written_by)}")
+    t = r.trust
+    lines.append(f"trust: {{source: {dv(t.source)}, confirmations: {dv(t.confirmations)}, "
+                 f"contradictions: {dv(t.contradictions)}, "
+                 f"last_confirmed: {dv(t.last_confirmed)}}}")
+    lines.append(f"valid: {{from: {dv(r.valid.from_)}, until: {dv(r.valid.until)}}}")
+    rel = r.relations
+    lines.append(f"relations: {{supersedes: {dv(list(rel.supersedes))}, "
+                 f"superseded_by: {dv(rel.superseded_by)}, cites: {dv(list(rel.cites))}, "
+                 f"contradicts: {dv(list(rel.contradicts))}}}")
+    if r.evidence_total is not None:
+        lines.append(f"evidence_total: {dv(r.evidence_total)}")
+    if r.evidence:
+        lines.append("evidence:")
+        lines += [f"  - {dv(_pairs_dict(e))}" for e in r.evidence]
+    if r.history:
+        lines.append("history:")
+        lines += [f"  - {dv(_history_dict(h))}" for h in r.history]
     lines.append("---")
-    body = record.body.strip("\n").rstrip()
+    body = r.body.strip("\n").rstrip()
     return "\n".join(lines) + "\n" + (body + "\n" if body else "")

@@ -52,6 +52,7 @@ _TOP_KEY_SET = frozenset(TOP_KEYS)
 REQUIRED = ("id", "kind", "status", "product", "anchor", "title")
 _EVIDENCE_STR = ("run", "test", "observed", "check", "artifact")
 _EVIDENCE_USUAL = frozenset(("run", "test", "step", "observed"))
+_EVIDENCE_KNOWN = _EVIDENCE_USUAL | {"check", "artifact"}
 _HISTORY_KEYS = frozenset({"valid", "title", "body", "trust", "anchors", "status"})
 _TRUST_KEYS = ("source", "confirmations", "contradictions", "last_confirmed")
 _RELATION_KEYS = ("supersedes", "superseded_by", "cites", "contradicts")
@@ -275,6 +276,30 @@ def _history(value: Any, c: _Collector, anchor: Any) -> tuple[HistoryEntry, ...]
     return tuple(out)
 
 
+def _evidence_item(item: dict[Any, Any]) -> Evidence | None:
+    """The evidence item the general path below builds from ``item``, when every value
+    is of its type (None: let that path look, and name the problem): the same fields, and
+    the other keys in ``extra`` sorted by key, as it orders them."""
+    get = item.get
+    run, test, step, observed = get("run"), get("test"), get("step"), get("observed")
+    check, artifact = get("check"), get("artifact")
+    if not ((run is None or type(run) is str) and (test is None or type(test) is str)
+            and (observed is None or type(observed) is str)
+            and (check is None or type(check) is str)
+            and (artifact is None or type(artifact) is str)
+            and (step is None or (type(step) is int and 0 <= step <= MAX_ORDINAL))):
+        return None
+    extra = [(k, v) for k, v in item.items() if k not in _EVIDENCE_KNOWN]
+    if not all(type(k) is str and k and _is_scalar(v) for k, v in extra):
+        return None
+    extra.sort(key=_first)
+    return Evidence(run, test, step, observed, check, artifact, tuple(extra))
+
+
+def _first(pair: tuple[str, Any]) -> str:
+    return pair[0]
+
+
 def _evidence(value: Any, c: _Collector) -> tuple[Evidence, ...] | None:
     if value is None:
         return ()
@@ -291,6 +316,11 @@ def _evidence(value: Any, c: _Collector) -> tuple[Evidence, ...] | None:
                     and (observed is None or type(observed) is str)
                     and (step is None or (type(step) is int and 0 <= step <= MAX_ORDINAL))):
                 out.append(Evidence(run, test, step, observed))
+                continue
+        if type(item) is dict:  # then as the curator writes it: a check, a claim
+            found = _evidence_item(item)
+            if found is not None:
+                out.append(found)
                 continue
         pairs = _pairs(item, c, "evidence", EVIDENCE_KEY_ORDER)
         if pairs is None:
@@ -457,3 +487,4 @@ def _status_combination(c: _Collector, status: str, previous: Any,
         shown = status if status != "quarantined" else f"quarantined from {previous}"
         c.add("relations", f"`relations.superseded_by` is set but the record is {shown}: "
                            "a record replaced by another has status superseded")
+
