@@ -14,9 +14,10 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
-from memidex.importers.common import ReportError, unreadable
+if TYPE_CHECKING:  # the readers' common part, ~2 ms to import: on the error paths only
+    from memidex.importers.common import ReportError
 
 __all__ = ["FORMATS", "MAX_REPORT_BYTES", "REPORT_FORMATS", "check_size", "probe"]
 
@@ -26,6 +27,12 @@ evidence, frozen by ``runs ingest``, and the ingest's memory (about 3-4 times th
 at its peak, for a report of steps) stay bounded."""
 
 
+def _error(message: str, *, hint: str | None = None) -> ReportError:
+    from memidex.importers.common import ReportError
+
+    return ReportError(message, hint=hint)
+
+
 def check_size(path: Path, max_bytes: int = MAX_REPORT_BYTES) -> None:
     """Refuse a report of ``max_bytes`` or more from its size, before reading anything."""
     try:
@@ -33,7 +40,7 @@ def check_size(path: Path, max_bytes: int = MAX_REPORT_BYTES) -> None:
     except OSError:
         return  # the reading says why
     if size >= max_bytes:
-        raise ReportError(f"{path}: the report is {size:,} bytes; the limit is "
+        raise _error(f"{path}: the report is {size:,} bytes; the limit is "
                           f"{max_bytes:,} bytes",
                           hint="split the run (e.g. Playwright's --shard) and import each "
                           "part, or leave inline attachments out of the JSON reporter")
@@ -88,10 +95,10 @@ class _Bytes:
                 return b""
 
     def cut_off(self) -> ReportError:
-        return ReportError(f"{self.source}:{self.line()}: unexpected end of the file")
+        return _error(f"{self.source}:{self.line()}: unexpected end of the file")
 
     def not_json(self, what: str) -> ReportError:
-        return ReportError(f"{self.source}:{self.line()}: not JSON: {what}")
+        return _error(f"{self.source}:{self.line()}: not JSON: {what}")
 
     def string(self) -> bytes:
         """The string token at the current position (its quotes included)."""
@@ -165,35 +172,37 @@ def probe(path: Path) -> str:
     source = str(path)
     try:
         if path.is_dir():
-            raise ReportError(f"{source}: is a folder, not a report")
+            raise _error(f"{source}: is a folder, not a report")
         fh = path.open("rb")
     except OSError as exc:
+        from memidex.importers.common import unreadable
+
         raise unreadable(source, exc) from None
     with fh:
         try:
             return _probe(_Bytes(fh, source))
         except OSError as exc:
-            raise ReportError(f"{source}: cannot be read ({exc.strerror or exc})") from None
+            raise _error(f"{source}: cannot be read ({exc.strerror or exc})") from None
 
 
 def _probe(r: _Bytes) -> str:
     source = r.source
     r.fill()
     if r.buf.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise ReportError(f"{source}: the report is UTF-16 text; memidex reads UTF-8")
+        raise _error(f"{source}: the report is UTF-16 text; memidex reads UTF-8")
     if r.buf.startswith(b"\xef\xbb\xbf"):
         r.pos = 3
     c = r.peek()
     if c == b"":
-        raise ReportError(f"{source}: the report is empty")
+        raise _error(f"{source}: the report is empty")
     if c == b"<":
         return "junit"
     if c == b"[":
-        raise ReportError(f"{source}: a JSON list, not a report (a Playwright report is an "
+        raise _error(f"{source}: a JSON list, not a report (a Playwright report is an "
                           f"object with `suites`, a CTRF report one with `results`) nor run "
                           f"evidence (an object with `run_id`)")
     if c != b"{":
-        raise ReportError(f"{source}: neither JSON nor XML: not a Playwright JSON, JUnit "
+        raise _error(f"{source}: neither JSON nor XML: not a Playwright JSON, JUnit "
                           f"XML or CTRF report, nor run evidence")
     r.pos += 1
     seen: set[str] = set()
@@ -231,6 +240,6 @@ def _probe(r: _Bytes) -> str:
             raise r.not_json(f"expected `,` or `}}`, found {c!r}")
     if seen & _EVIDENCE_KEYS:
         return "evidence"
-    raise ReportError(f"{source}: a JSON object, but not a Playwright JSON report (it has "
+    raise _error(f"{source}: a JSON object, but not a Playwright JSON report (it has "
                       f"no `suites`), a CTRF report (no `results`) or run evidence (no "
                       f"`run_id`)")
