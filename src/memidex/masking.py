@@ -24,15 +24,17 @@ import os
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from memidex.errors import ConfigError, InvalidInputError, RecordError
 from memidex.plain import Frozen, set_field
 
+TYPE_CHECKING = False  # not typing's: a one-shot command imports no typing (~2 ms)
 if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
     from memidex.records.model import Evidence, HistoryEntry, Record
 
-_T = TypeVar("_T")
+    _T = TypeVar("_T")
 
 __all__ = ["Masker", "home_pattern", "index_view"]
 
@@ -267,9 +269,10 @@ class Masker(Frozen):
         if not self.secrets:
             return hits
         m = self.mask_secrets
+        items: list[Any] = hits
         return [h.replace(title=m(h.title), snippet=m(h.snippet),
                           anchors=tuple(m(a) for a in h.anchors))
-                for h in cast(list[Any], hits)]
+                for h in items]
 
     def mask_summaries(self, rows: list[_T]) -> list[_T]:
         """Listing rows (:class:`memidex.records.shape.RecordSummary`): id, path, title,
@@ -277,9 +280,10 @@ class Masker(Frozen):
         if not self.secrets:
             return rows
         m = self.mask_secrets
+        items: list[Any] = rows
         return [r.replace(title=m(r.title), anchor=m(r.anchor), path=m(r.path),
                           anchors=tuple(m(a) for a in r.anchors))
-                for r in cast(list[Any], rows)]
+                for r in items]
 
     def mask_json(self, data: Any) -> Any:
         """JSON data (a frozen run as ``runs show`` reads it): every string masked, keys
@@ -303,7 +307,7 @@ class Masker(Frozen):
         mask of the text left unreadable, or whose escapes it could not see)."""
         if not self.secrets:
             return shown
-        s = cast(Any, shown)
+        s: Any = shown
         text = self._mask_escaped(self.mask_secrets(s.text))
         record = s.record
         if text != s.text:
@@ -314,7 +318,8 @@ class Masker(Frozen):
         record = self._masked_fields(record)
         if text == s.text and record == s.record:
             return shown
-        return cast(_T, s.replace(record=record, text=text))
+        masked: _T = s.replace(record=record, text=text)
+        return masked
 
     def _mask_escaped(self, text: str) -> str:
         """Secrets in a file's text whose separators are written as escapes (``\\t``,
