@@ -6,6 +6,7 @@ to import: a refresh of a few canonical files reads them without the record mode
 from __future__ import annotations
 
 import sqlite3
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -81,8 +82,11 @@ def changed_rows(store: Store, fs: FileStat, masker: Masker,
     store, read once by the caller; ``data``: the file's bytes, when the caller has them):
     a canonical file by the rebuild's row reader (:mod:`memidex.index.rowread`: no record
     model, no YAML reader), any other — and every file while a secrets file masks
-    records — by the full path. Both give the same rows (property-tested)."""
-    from memidex.index.rowread import canonical_rows
+    records — by the full path. Both give the same rows (property-tested). A file whose
+    bytes this process wrote or parsed a moment ago (an ingest's: the codec recalls their
+    record) takes the full path as the rebuild does (:func:`parse_files`): no parse then,
+    and no row reader to compile."""
+    from memidex.records.digest import content_hash
 
     mtime_ns, ino = fs.mtime_ns, fs.ino
     if data is None:
@@ -91,18 +95,20 @@ def changed_rows(store: Store, fs: FileStat, masker: Masker,
         except OSError as exc:
             return unreadable(fs, exc)
         mtime_ns, ino = st.mtime_ns, st.ino
+    sha = content_hash(data)
+    codec = sys.modules.get("memidex.records.codec")  # never imported: nothing to recall
     rows = None
-    if not masker.secrets:
+    if not masker.secrets and (codec is None or codec.recall(sha) is None):
+        from memidex.index.rowread import canonical_rows
+
         try:
             rows = canonical_rows(data.decode("utf-8"), fs.relpath)
         except UnicodeDecodeError:
             rows = None
     if rows is None:
         return rows_of(fs.relpath, data, mtime_ns, ino, masker)
-    from memidex.records.digest import content_hash
-
     record, vrows, arows, erows = rows
-    frow = (fs.relpath, "record", len(data), mtime_ns, ino, content_hash(data))
+    frow = (fs.relpath, "record", len(data), mtime_ns, ino, sha)
     return FileRows(frow, record, tuple(vrows), tuple(arows), tuple(erows), ())
 
 

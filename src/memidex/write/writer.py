@@ -222,19 +222,20 @@ class WriterSession:
         """The op for ``change`` and the bytes it replaces; None when there is nothing to do."""
         store = self.store
         if isinstance(change, Write):
-            target = store.record_path(change.record.kind, change.record.id)
-            relpath = store.rel(target)
+            relpath = store.record_rel(change.record.kind, change.record.id)
             data = change.text if change.text is not None else dump_record(change.record)
             current: bytes | None
+            before: str | None
             if change.data is not None and isinstance(change.expected, str) and \
                     content_hash(change.data) == change.expected:
                 current = change.data  # read by the caller a moment ago, under this lease
+                before = change.expected
             else:
                 try:
-                    current = target.read_bytes()
+                    current = store.read_bytes(relpath)
                 except FileNotFoundError:
                     current = None
-            before = content_hash(current) if current is not None else None
+                before = content_hash(current) if current is not None else None
             # The expected-hash check comes first: a record computed from a stale read
             # (another writer changed the file since) is a conflict, even when it happens
             # to equal what the file holds now — a confirm lost that way would be silent.
@@ -299,7 +300,7 @@ class WriterSession:
         visibility lock exclusively, check and install them in ONE fence transaction."""
         store = self.store
         staged: dict[int, StagedFile] = {}
-        checked: set[Path] = set()  # folders resolved once for the whole batch
+        checked: set[str] = set()  # folders resolved once for the whole batch
         try:
             for index, op in todo:
                 # A replay stages only what is not in place yet; a change set planned a
@@ -307,14 +308,15 @@ class WriterSession:
                 # meanwhile is seen in place by the check inside the fence, and its
                 # staged copy discarded).
                 if op.op == "write" and (not replay or store.current_hash(
-                        store.abspath(op.path)) != op.after):
+                        store.abs_of(op.path)) != op.after):
                     assert op.data is not None
                     if replay:  # bytes from the journal: parsed, then staged canonically
                         sf = store.stage(parse_record_bytes(op.data.encode("utf-8"),
                                                             op.path), durable=False)
-                    else:  # bytes this session encoded from a record a moment ago
+                    else:  # bytes this session encoded (and hashed: op.after) a moment ago
                         sf = store.stage_bytes(op.path, op.data.encode("utf-8"),
-                                               durable=False, checked=checked)
+                                               durable=False, checked=checked,
+                                               sha256=op.after)
                     if sf.sha256 != op.after:
                         store.discard(sf)
                         raise LeaseError(
@@ -327,7 +329,7 @@ class WriterSession:
             try:
                 with visibility.exclusive(store.knowledge, timeout=self.install_wait) as vis:
                     with self.lease.fence() as fenced:
-                        self._install(cs, todo, staged, fenced, vis)
+                        self._install(cs, todo, staged, fenced, vis, replay=replay)
                     step("write.committed")
                     if vis.installing is not None:
                         vis.end(vis.installing)
@@ -341,15 +343,17 @@ class WriterSession:
 
     def _install(self, cs: ChangeSet, todo: Sequence[tuple[int, Op]],
                  staged: dict[int, StagedFile], fenced: Fenced,
-                 vis: visibility.Exclusive) -> None:
+                 vis: visibility.Exclusive, *, replay: bool) -> None:
         """Inside the fence: check every op first (a conflict installs nothing), then
-        install them all and record them in ``applied``; the fence commits them at once."""
+        install them all and record them in ``applied``; the fence commits them at once.
+        (Only a replay asks ``applied`` first: no step of a change set journaled by this
+        session a moment ago can have been committed before.)"""
         store = self.store
         plan: list[tuple[int, Op, bool]] = []  # (index, op, needs installing)
         for index, op in todo:
-            if fenced.applied(cs.step_id(index)):
+            if replay and fenced.applied(cs.step_id(index)):
                 continue  # committed before a crash: idempotent
-            now = store.current_hash(store.abspath(op.path))
+            now = store.current_hash(store.abs_of(op.path))
             if now == op.after:
                 plan.append((index, op, False))  # in place (replayed after os.replace)
             elif now != op.before or (op.op == "write" and index not in staged):
@@ -358,16 +362,19 @@ class WriterSession:
                 plan.append((index, op, True))
         if any(install for _, _, install in plan):
             vis.begin(cs.id)
-        folders = set()
+        folders: set[str] = set()  # each made sure of (and fsynced) once
+        made: set[str] = set()
         for index, op, install in plan:
             if install:
                 self._touched = True
                 if op.op == "write":
-                    store.install(staged[index], expected=op.before, sync_folder=False)
+                    sf = staged[index]
+                    store.install(sf, expected=op.before, sync_folder=False, made=made)
                     del staged[index]  # moved: nothing left to discard
+                    folders.add(os.path.dirname(sf.target))
                 else:
                     store.remove(op.path, sync_folder=False)
-                folders.add(store.abspath(op.path).parent)
+                    folders.add(os.path.dirname(store.abs_of(op.path)))
             step("write.installed")
             fenced.record_applied(cs.step_id(index), op.path, op.after)
             step("write.recorded")
@@ -417,7 +424,7 @@ class WriterSession:
         it did change (an ``abandoned`` entry), so they can be found and rolled back."""
         landed = [op for op in cs.ops
                   if op.before != op.after
-                  and self.store.current_hash(self.store.abspath(op.path)) == op.after]
+                  and self.store.current_hash(self.store.abs_of(op.path)) == op.after]
         if landed and not self.ledger.has(cs.id):
             self.ledger.append(self._entry(cs, "abandoned", landed))
         self.journal.abandon(cs, reason)
