@@ -182,7 +182,7 @@ class Store:
             raise UnsafePathError(f"unknown record kind {kind!r}")
         if not ID_RE.fullmatch(record_id):
             raise UnsafePathError(f"{record_id!r} is not a record id")
-        return self.records_dir / kind / f"{record_id}.md"
+        return self.records_dir / f"{kind}/{record_id}.md"  # (one join: neither has a "/")
 
     def abspath(self, relpath: str) -> Path:
         """A stored root-relative path back to a file, refusing escapes."""

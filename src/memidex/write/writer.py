@@ -353,7 +353,8 @@ class WriterSession:
         for index, op in todo:
             if replay and fenced.applied(cs.step_id(index)):
                 continue  # committed before a crash: idempotent
-            now = store.current_hash(store.abs_of(op.path))
+            sf = None if replay else staged.get(index)  # (staged at abs_of(op.path))
+            now = store.current_hash(sf.target if sf is not None else store.abs_of(op.path))
             if now == op.after:
                 plan.append((index, op, False))  # in place (replayed after os.replace)
             elif now != op.before or (op.op == "write" and index not in staged):
