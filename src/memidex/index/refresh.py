@@ -296,14 +296,16 @@ def _delete_paths(conn: sqlite3.Connection, paths: Sequence[str],
     did not have). ``found``: gets each path that had rows (it was in the index)."""
     fp = 0
     rowids: list[int] = []
+    had: list[str] = []  # the paths with a file row (only they can have policy rows)
     for chunk, marks in _chunks(paths):
         for path, sha, rowid in conn.execute(
                 f"SELECT path, sha256, record_rowid FROM files WHERE path IN ({marks})", chunk):
-            if found is not None:
-                found.add(path)
+            had.append(path)
             fp ^= file_digest(path, sha)
             if rowid is not None:
                 rowids.append(rowid)
+    if found is not None:
+        found.update(had)
     for chunk, marks in _chunks(rowids):
         recs = conn.execute(f"SELECT rowid, title, body, anchors FROM records WHERE rowid IN"
                             f" ({marks})", chunk).fetchall()
@@ -314,15 +316,16 @@ def _delete_paths(conn: sqlite3.Connection, paths: Sequence[str],
         conn.executemany("DELETE FROM anchors WHERE anchor = ? AND record_rowid = ?",
                          [(a, rowid) for rowid, _t, _b, anchors in recs
                           for a in anchors.split("\n")])
-        had = [rec[0] for rec in recs]  # (a file row naming no record row: nothing else)
-        marks = ",".join("?" * len(had))
-        conn.execute(f"DELETE FROM edges WHERE record_rowid IN ({marks})", had)
-        conn.execute(f"DELETE FROM history_versions WHERE record_rowid IN ({marks})", had)
-        conn.execute(f"DELETE FROM records WHERE rowid IN ({marks})", had)
-    for chunk, marks in _chunks(paths):
+        present = [rec[0] for rec in recs]  # (a file row naming no record row: no more)
+        marks = ",".join("?" * len(present))
+        conn.execute(f"DELETE FROM edges WHERE record_rowid IN ({marks})", present)
+        conn.execute(f"DELETE FROM history_versions WHERE record_rowid IN ({marks})", present)
+        conn.execute(f"DELETE FROM records WHERE rowid IN ({marks})", present)
+    for chunk, marks in _chunks(had):
         conn.execute(f"DELETE FROM policies WHERE path IN ({marks})", chunk)
-        conn.execute(f"DELETE FROM problems WHERE path IN ({marks})", chunk)
         conn.execute(f"DELETE FROM files WHERE path IN ({marks})", chunk)
+    for chunk, marks in _chunks(paths):  # a file the index never had may have problems
+        conn.execute(f"DELETE FROM problems WHERE path IN ({marks})", chunk)
     return fp
 
 

@@ -230,6 +230,8 @@ class WriterSession:
                     content_hash(change.data) == change.expected:
                 current = change.data  # read by the caller a moment ago, under this lease
                 before = change.expected
+            elif change.expected is None and not os.access(store.abs_of(relpath), os.F_OK):
+                current = before = None  # a new record, as the caller expects (no failed open)
             else:
                 try:
                     current = store.read_bytes(relpath)
@@ -354,7 +356,8 @@ class WriterSession:
             if replay and fenced.applied(cs.step_id(index)):
                 continue  # committed before a crash: idempotent
             sf = None if replay else staged.get(index)  # (staged at abs_of(op.path))
-            now = store.current_hash(sf.target if sf is not None else store.abs_of(op.path))
+            now = store.current_hash(sf.target if sf is not None else store.abs_of(op.path),
+                                     absent=op.before is None)
             if now == op.after:
                 plan.append((index, op, False))  # in place (replayed after os.replace)
             elif now != op.before or (op.op == "write" and index not in staged):
