@@ -212,3 +212,50 @@ def test_a_file_edited_between_the_check_and_its_install_is_not_replaced(
     assert edited.read_text(encoding="utf-8").endswith("A person's edit.\n")
     assert not list(store.staging_dir.iterdir())  # nothing staged is left behind
     m.close()
+
+
+def test_a_record_whose_text_did_not_change_keeps_its_full_text_entry(
+        repo: Path, tmp_path: Path) -> None:
+    """A confirm rewrites a record's trust and evidence, not its title, body or anchors:
+    the refresh keeps its rowid, full-text entry and anchor rows, and replaces the rest
+    (its vector goes, as for any changed record); a record whose text changed is indexed
+    again. Either way the index equals a rebuild and FTS5's own check passes."""
+    m = Memidex(repo)
+    records = [make_record(anchor=f"el:button:k{i}", title=f"Knob {i}", body="Wombat words.",
+                           anchors=("page:/knobs",)) for i in range(6)]
+    for r in records:
+        write_record(repo, r)
+    rebuild(m.store, m.config.index_path, jobs=1)
+    db = IndexDB.open(m.config.index_path, write=True)
+    try:
+        before = dict(db.conn.execute("SELECT path, rowid FROM records"))
+        with db.begin_write() as c:  # a vector for every record (model "t", dim 1)
+            c.executemany("INSERT INTO vectors(record_rowid, model_id, dim, content_key,"
+                          " vector) VALUES (?, 't', 1, x'00', x'0000')",
+                          [(rowid,) for rowid in before.values()])
+        for r in records[:4]:  # confirmed: the same text, other trust
+            write_record(repo, replace(r, trust=replace(r.trust, confirmations=3,
+                                                        last_confirmed=2)))
+        write_record(repo, replace(records[4], body="Numbat words."))  # text changed
+        report = refresh(m.store, db)
+        assert sorted(report.changed) == sorted(m.store.rel(m.store.record_path("fact", r.id))
+                                                for r in records[:5])
+        after = dict(db.conn.execute("SELECT path, rowid FROM records"))
+        same = [m.store.rel(m.store.record_path("fact", r.id)) for r in records[:4]]
+        assert all(after[p] == before[p] for p in same)  # kept
+        changed = m.store.rel(m.store.record_path("fact", records[4].id))
+        assert after[changed] > max(before.values())  # indexed again, under a new rowid
+        assert integrity(db) == "ok"
+        assert db.dump() == _rebuilt(m, tmp_path)
+        left = {r for (r,) in db.conn.execute("SELECT record_rowid FROM vectors")}
+        assert left == {before[p] for p in before if p not in [*same, changed]}
+        hits = {r for (r,) in db.conn.execute(
+            "SELECT rowid FROM records_fts WHERE records_fts MATCH 'wombat'")}
+        assert hits == {after[p] for p in after if p != changed}
+        assert [r for (r,) in db.conn.execute(
+            "SELECT rowid FROM records_fts WHERE records_fts MATCH 'numbat'")] == [after[changed]]
+        assert db.conn.execute("SELECT count(*) FROM anchors WHERE anchor = 'page:/knobs'"
+                               ).fetchone()[0] == 6
+    finally:
+        db.close()
+        m.close()

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import sqlite3
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memidex.index.db import file_digest
@@ -57,11 +58,13 @@ INSERT_POLICY = "INSERT OR REPLACE INTO policies VALUES (?,?,?,?,?,?,?)"
 
 
 def insert_batch(conn: sqlite3.Connection, batch: Batch, *, stage_anchors: bool = False,
-                 segments: SegmentMerger | None = None) -> None:
+                 segments: SegmentMerger | None = None,
+                 indexed: AbstractSet[int] = frozenset()) -> None:
     """``stage_anchors``: into ``temp.staged_anchors`` (a rebuild), for one sorted insert
     at the end (:func:`_insert_staged_anchors`) — at 100,000 records the anchors' b-tree
     costs three times as much filled in record order. A batch's FTS5 segment, if it has
-    one, goes to ``segments``."""
+    one, goes to ``segments``. ``indexed``: rowids whose full-text entry and anchor rows
+    are in the index already (a refresh kept them: the record's text did not change)."""
     conn.executemany(INSERT_FILE, batch.files)
     conn.executemany(INSERT_RECORD, batch.records)
     if batch.fts is not None and segments is not None:
@@ -69,9 +72,12 @@ def insert_batch(conn: sqlite3.Connection, batch: Batch, *, stage_anchors: bool 
     else:
         # (rowid, title, body, anchors), built here: sent from a parser, the text would
         # cross the pipe twice
-        conn.executemany(INSERT_FTS, [(r[0], r[7], r[8], r[9]) for r in batch.records])
+        conn.executemany(INSERT_FTS, [(r[0], r[7], r[8], r[9]) for r in batch.records
+                                      if r[0] not in indexed])
     conn.executemany(INSERT_VERSION, batch.versions)
-    conn.executemany(STAGE_ANCHOR if stage_anchors else INSERT_ANCHOR, batch.anchors)
+    anchors = batch.anchors if not indexed else \
+        [a for a in batch.anchors if a[1] not in indexed]
+    conn.executemany(STAGE_ANCHOR if stage_anchors else INSERT_ANCHOR, anchors)
     conn.executemany(INSERT_EDGE, batch.edges)
     conn.executemany(INSERT_PROBLEM, batch.problems)
 
@@ -112,14 +118,20 @@ def changed_rows(store: Store, fs: FileStat, masker: Masker,
     return FileRows(frow, record, tuple(vrows), tuple(arows), tuple(erows), ())
 
 
-def flatten(rows: Sequence[FileRows], first_rowid: int, *, dense: bool) -> Batch:
+def flatten(rows: Sequence[FileRows], first_rowid: int, *, dense: bool,
+            rowids: Mapping[str, int] | None = None) -> Batch:
     """Rows ready to insert. ``dense``: record rowids follow one another (a refresh);
     otherwise a file's rowid is ``first_rowid`` + its position (a rebuild: a file that
-    does not parse leaves a gap, so rowids depend on nothing but the sorted paths)."""
+    does not parse leaves a gap, so rowids depend on nothing but the sorted paths).
+    ``rowids``: the rowid a record keeps, by path (a refresh: all below ``first_rowid``)."""
     out = Batch([], [], [], [], [], [], 0)
     rowid = first_rowid
     fingerprint = 0
     for fr in rows:
+        kept = rowids.get(fr.file[0]) if rowids and fr.record is not None else None
+        if kept is not None:
+            fingerprint ^= _add(out, fr, kept)
+            continue
         fingerprint ^= _add(out, fr, rowid)
         if fr.record is not None or not dense:
             rowid += 1

@@ -290,13 +290,23 @@ def _scan_problems_differ(conn: sqlite3.Connection, problems: list[Problem]) -> 
 
 
 def _delete_paths(conn: sqlite3.Connection, paths: Sequence[str],
-                  found: set[str] | None = None) -> int:
+                  found: set[str] | None = None,
+                  texts: Mapping[str, tuple[str, str, str]] | None = None,
+                  kept: dict[str, int] | None = None) -> int:
     """Remove every row the files ``paths`` contributed — a few statements for the whole
     batch, not ten a file; returns their fingerprint share (XORed; 0 for a file the index
-    did not have). ``found``: gets each path that had rows (it was in the index)."""
+    did not have). ``found``: gets each path that had rows (it was in the index).
+
+    ``texts``: the (title, body, anchors) each file's new record row will have. A record
+    whose old row has the same keeps its rowid (into ``kept``, by path): its full-text
+    entry and its anchor rows — a pure function of those three and the rowid — stay as
+    they are, the rest of its rows go (its record row too: its vector with it, as for any
+    changed record); the caller inserts the new rows under that rowid. A confirm rewrites
+    each record's trust and evidence, never its text."""
     fp = 0
     rowids: list[int] = []
     had: list[str] = []  # the paths with a file row (only they can have policy rows)
+    path_of: dict[int, str] = {}
     for chunk, marks in _chunks(paths):
         for path, sha, rowid in conn.execute(
                 f"SELECT path, sha256, record_rowid FROM files WHERE path IN ({marks})", chunk):
@@ -304,6 +314,7 @@ def _delete_paths(conn: sqlite3.Connection, paths: Sequence[str],
             fp ^= file_digest(path, sha)
             if rowid is not None:
                 rowids.append(rowid)
+                path_of[rowid] = path
     if found is not None:
         found.update(had)
     for chunk, marks in _chunks(rowids):
@@ -311,10 +322,19 @@ def _delete_paths(conn: sqlite3.Connection, paths: Sequence[str],
                             f" ({marks})", chunk).fetchall()
         if not recs:
             continue
+        gone = recs
+        if texts and kept is not None:
+            gone = []
+            for rec in recs:
+                path = path_of[rec[0]]
+                if texts.get(path) == rec[1:] and path not in kept:
+                    kept[path] = rec[0]
+                else:
+                    gone.append(rec)
         conn.executemany("INSERT INTO records_fts(records_fts, rowid, title, body, anchors)"
-                         " VALUES('delete', ?, ?, ?, ?)", recs)
+                         " VALUES('delete', ?, ?, ?, ?)", gone)
         conn.executemany("DELETE FROM anchors WHERE anchor = ? AND record_rowid = ?",
-                         [(a, rowid) for rowid, _t, _b, anchors in recs
+                         [(a, rowid) for rowid, _t, _b, anchors in gone
                           for a in anchors.split("\n")])
         present = [rec[0] for rec in recs]  # (a file row naming no record row: no more)
         marks = ",".join("?" * len(present))
@@ -394,17 +414,21 @@ def refresh(store: Store, db: IndexDB) -> RefreshReport:
     with db.begin_write():
         fp = int(db.meta().get("fingerprint", "0"), 16)
         fp ^= _delete_paths(conn, changes.deleted)
+        texts = {fr.file[0]: (fr.record[6], fr.record[7], fr.record[8])
+                 for fr in record_rows if fr.record is not None}
+        kept: dict[str, int] = {}  # path -> the rowid its record keeps (same text)
         fp ^= _delete_paths(conn, [fs.relpath for fs in (*changes.records,
-                                                         *changes.policies)], stored_paths)
+                                                         *changes.policies)], stored_paths,
+                            texts, kept)
         if changes.problems is not None:
             conn.execute("DELETE FROM problems WHERE line = 0 AND path NOT IN "
                          "(SELECT path FROM files)")
             conn.executemany(INSERT_PROBLEM, sorted({(p.path, p.line, p.reason)
                                                       for p in changes.problems}))
-        next_rowid = int(conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM records")
-                         .fetchone()[0])
-        batch = flatten(record_rows, next_rowid, dense=True)
-        insert_batch(conn, batch)
+        next_rowid = max(int(conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM records")
+                             .fetchone()[0]), max(kept.values(), default=0) + 1)
+        batch = flatten(record_rows, next_rowid, dense=True, rowids=kept)
+        insert_batch(conn, batch, indexed=frozenset(kept.values()))
         conn.executemany(INSERT_FILE, frows)
         conn.executemany(INSERT_POLICY, prows)
         conn.executemany(INSERT_PROBLEM, pproblems)
