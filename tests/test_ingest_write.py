@@ -57,15 +57,23 @@ def _records(root: Path, n: int, word: str) -> list[Path]:
 
 @pytest.mark.parametrize("with_git", [False, True], ids=["stat", "git"])
 def test_a_refresh_of_more_files_than_one_statement_binds_equals_a_rebuild(
-        repo: Path, tmp_path: Path, with_git: bool) -> None:
+        repo: Path, tmp_path: Path, with_git: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     if not with_git:
         shutil.rmtree(repo / ".git")
     m = Memidex(repo)
     paths = _records(repo, MANY + 20, "hello")
-    rebuild(m.store, m.config.index_path, jobs=1)
-    if with_git:  # some tracked, some not: the look names every changed one
+    if with_git:  # committed before the index looks: git then names each changed file
         git(repo, "add", "-A")
         git(repo, "commit", "-qm", "records")
+    rebuild(m.store, m.config.index_path, jobs=1)
+    looked: list[int] = []  # how many suspects' rows each lookup asked for at once
+    real = refresh_mod._stored_of
+
+    def stored_of(conn: Any, suspects: Any) -> Any:
+        looked.append(len(suspects))
+        return real(conn, suspects)
+
+    monkeypatch.setattr(refresh_mod, "_stored_of", stored_of)
     _records(repo, MANY, "goodbye")  # rewritten: each one's rows deleted, then inserted
     for p in paths[MANY:MANY + 10]:
         p.unlink()
@@ -76,6 +84,8 @@ def test_a_refresh_of_more_files_than_one_statement_binds_equals_a_rebuild(
         assert report.method == ("git" if with_git else "stat")
         assert len(report.changed) == MANY and len(report.deleted) == 10
         assert report.added == [f"{RECORDS}/fact/broken.md"]
+        # git named the suspects (no full scan): looked up more than one statement binds
+        assert looked == ([MANY + 10 + 1] if with_git else [])
         assert integrity(db) == "ok"
         assert db.dump() == _rebuilt(m, tmp_path)
         assert db.conn.execute("SELECT count(*) FROM records_fts WHERE records_fts MATCH"
