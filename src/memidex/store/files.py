@@ -423,22 +423,24 @@ class Store:
         return self._stage(relpath, record.id, dump_record(record).encode("utf-8"), durable)
 
     def stage_bytes(self, relpath: str, data: bytes, *, durable: bool = True,
-                    checked: set[str] | None = None,
-                    sha256: str | None = None) -> StagedFile:
+                    checked: set[str] | None = None, sha256: str | None = None,
+                    unique: str | None = None) -> StagedFile:
         """Stage the canonical bytes of the record file at ``relpath`` (the writer's own
         encoding of a record it was handed; a journal replayed after a crash goes through
         :meth:`stage` instead, so what it installs is parsed first). ``checked``: folders
         a batch already found inside the knowledge folder (each is resolved once);
-        ``sha256``: the content hash of ``data``, when the caller computed it."""
+        ``sha256``: the content hash of ``data``, when the caller computed it; ``unique``:
+        what makes the staged file's name unique (default: the pid and 4 random bytes)."""
         parts = relpath.rsplit("/", 2)
         kind = parts[-2] if len(parts) == 3 else ""
         rid = parts[-1].removesuffix(".md")
         if self.record_rel(kind, rid) != relpath:  # (refuses a bad kind or id as well)
             raise UnsafePathError(f"{relpath!r} is not a record file of this knowledge folder")
-        return self._stage(relpath, rid, data, durable, checked, sha256)
+        return self._stage(relpath, rid, data, durable, checked, sha256, unique)
 
     def _stage(self, relpath: str, name: str, data: bytes, durable: bool,
-               checked: set[str] | None = None, sha256: str | None = None) -> StagedFile:
+               checked: set[str] | None = None, sha256: str | None = None,
+               unique: str | None = None) -> StagedFile:
         target = self.abs_of(relpath)
         staging = os.fspath(self.staging_dir)
         knowledge = ""  # resolved once a folder needs checking (not per file of a batch)
@@ -452,7 +454,9 @@ class Store:
         if fresh:  # made by the batch's first file, then there
             os.makedirs(staging, exist_ok=True)
         # a unique name (fsio.temp_name's, without pathlib): O_EXCL refuses any other
-        staged = f"{staging}/{name}.{os.getpid()}.{os.urandom(4).hex()}.md"
+        if unique is None:
+            unique = f"{os.getpid()}.{os.urandom(4).hex()}"
+        staged = f"{staging}/{name}.{unique}.md"
         fsio.write_new(staged, data, durable=durable)
         if sha256 is None:
             from memidex.records.codec import content_hash

@@ -127,18 +127,20 @@ class WriterSession:
         results: list[bool] = []
         contents: list[bytes] = []
         hashes: list[str] = []  # of each content: the op's before and after
+        encoded: dict[int, bytes] = {}  # op index -> its data's UTF-8 (encoded once)
         for change in changes:
             planned = self._plan(change)
             results.append(planned is not None)
             if planned is not None:
-                op, current = planned
-                ops.append(op)
+                op, current, raw = planned
                 if current is not None and op.before is not None:
                     contents.append(current)
                     hashes.append(op.before)
-                if op.data is not None and op.after is not None:
-                    contents.append(op.data.encode("utf-8"))
+                if raw is not None and op.after is not None:
+                    encoded[len(ops)] = raw
+                    contents.append(raw)
                     hashes.append(op.after)
+                ops.append(op)
         if not ops:
             if step_id is not None:
                 self.journal.mark_step_done(step_id)
@@ -153,7 +155,7 @@ class WriterSession:
         step("journal.written")
         self._touched = False
         try:
-            self._run(cs, replay=False)
+            self._run(cs, replay=False, encoded=encoded)
         except ConflictError as exc:
             with contextlib.suppress(OSError):
                 if self._touched:
@@ -218,8 +220,9 @@ class WriterSession:
         if self.lease.lost:
             raise self.lease.lost_error()
 
-    def _plan(self, change: Change) -> tuple[Op, bytes | None] | None:
-        """The op for ``change`` and the bytes it replaces; None when there is nothing to do."""
+    def _plan(self, change: Change) -> tuple[Op, bytes | None, bytes | None] | None:
+        """The op for ``change``, the bytes it replaces and (a write) the bytes it writes;
+        None when there is nothing to do."""
         store = self.store
         if isinstance(change, Write):
             relpath = store.record_rel(change.record.kind, change.record.id)
@@ -250,8 +253,8 @@ class WriterSession:
                     with contextlib.suppress(RecordError):
                         if parse_record_bytes(current, relpath) == change.record:
                             return None
-            op = Op("write", relpath, before, content_hash(data.encode("utf-8")), data)
-            return op, current
+            raw = data.encode("utf-8")
+            return Op("write", relpath, before, content_hash(raw), data), current, raw
         path = self.store.record_file(change.relpath)
         try:
             current = path.read_bytes()
@@ -259,20 +262,23 @@ class WriterSession:
             return None
         before = content_hash(current)
         self._expect(change.expected, before, change.relpath)
-        return Op("remove", store.rel(path), before), current
+        return Op("remove", store.rel(path), before), current, None
 
     @staticmethod
     def _expect(expected: str | None | bool, actual: str | None, relpath: str) -> None:
         if expected is not False and expected != actual:
             raise ConflictError(f"{relpath} changed on disk since it was read; not replaced")
 
-    def _run(self, cs: ChangeSet, *, replay: bool) -> None:
+    def _run(self, cs: ChangeSet, *, replay: bool,
+             encoded: dict[int, bytes] | None = None) -> None:
+        """``encoded``: the UTF-8 of each write's data, by op index (a change set planned
+        a moment ago; a replay encodes the journal's text)."""
         todo = [(i, op) for i, op in enumerate(cs.ops) if i not in cs.done]
         if cs.done:
             self._touched = True
         if todo:
             self._check_open()
-            self._land(cs, todo, replay=replay)
+            self._land(cs, todo, replay=replay, encoded=encoded or {})
         try:
             if not (replay and self.ledger.has(cs.id)):
                 self.ledger.append(self._entry(cs, "landed", cs.ops))
@@ -297,12 +303,15 @@ class WriterSession:
                                         op.after) for op in ops))
 
     def _land(self, cs: ChangeSet, todo: Sequence[tuple[int, Op]], *,
-              replay: bool) -> None:
+              replay: bool, encoded: dict[int, bytes]) -> None:
         """Install every op of ``todo`` together: stage them all, then, holding the
         visibility lock exclusively, check and install them in ONE fence transaction."""
         store = self.store
         staged: dict[int, StagedFile] = {}
         checked: set[str] = set()  # folders resolved once for the whole batch
+        # the staged files' unique names: one random token for the batch and the op's
+        # index (O_EXCL refuses a name taken all the same), not a getrandom(2) a file
+        nonce = f"{os.getpid()}.{os.urandom(4).hex()}"
         try:
             for index, op in todo:
                 # A replay stages only what is not in place yet; a change set planned a
@@ -316,9 +325,11 @@ class WriterSession:
                         sf = store.stage(parse_record_bytes(op.data.encode("utf-8"),
                                                             op.path), durable=False)
                     else:  # bytes this session encoded (and hashed: op.after) a moment ago
-                        sf = store.stage_bytes(op.path, op.data.encode("utf-8"),
-                                               durable=False, checked=checked,
-                                               sha256=op.after)
+                        raw = encoded.get(index)
+                        sf = store.stage_bytes(op.path, raw if raw is not None else
+                                               op.data.encode("utf-8"), durable=False,
+                                               checked=checked, sha256=op.after,
+                                               unique=f"{nonce}.{index}")
                     if sf.sha256 != op.after:
                         store.discard(sf)
                         raise LeaseError(
