@@ -6,7 +6,9 @@ to import: a refresh of a few canonical files reads them without the record mode
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+import sys
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memidex.index.db import file_digest
@@ -56,11 +58,13 @@ INSERT_POLICY = "INSERT OR REPLACE INTO policies VALUES (?,?,?,?,?,?,?)"
 
 
 def insert_batch(conn: sqlite3.Connection, batch: Batch, *, stage_anchors: bool = False,
-                 segments: SegmentMerger | None = None) -> None:
+                 segments: SegmentMerger | None = None,
+                 indexed: AbstractSet[int] = frozenset()) -> None:
     """``stage_anchors``: into ``temp.staged_anchors`` (a rebuild), for one sorted insert
     at the end (:func:`_insert_staged_anchors`) — at 100,000 records the anchors' b-tree
     costs three times as much filled in record order. A batch's FTS5 segment, if it has
-    one, goes to ``segments``."""
+    one, goes to ``segments``. ``indexed``: rowids whose full-text entry and anchor rows
+    are in the index already (a refresh kept them: the record's text did not change)."""
     conn.executemany(INSERT_FILE, batch.files)
     conn.executemany(INSERT_RECORD, batch.records)
     if batch.fts is not None and segments is not None:
@@ -68,9 +72,12 @@ def insert_batch(conn: sqlite3.Connection, batch: Batch, *, stage_anchors: bool 
     else:
         # (rowid, title, body, anchors), built here: sent from a parser, the text would
         # cross the pipe twice
-        conn.executemany(INSERT_FTS, [(r[0], r[7], r[8], r[9]) for r in batch.records])
+        conn.executemany(INSERT_FTS, [(r[0], r[7], r[8], r[9]) for r in batch.records
+                                      if r[0] not in indexed])
     conn.executemany(INSERT_VERSION, batch.versions)
-    conn.executemany(STAGE_ANCHOR if stage_anchors else INSERT_ANCHOR, batch.anchors)
+    anchors = batch.anchors if not indexed else \
+        [a for a in batch.anchors if a[1] not in indexed]
+    conn.executemany(STAGE_ANCHOR if stage_anchors else INSERT_ANCHOR, anchors)
     conn.executemany(INSERT_EDGE, batch.edges)
     conn.executemany(INSERT_PROBLEM, batch.problems)
 
@@ -81,8 +88,11 @@ def changed_rows(store: Store, fs: FileStat, masker: Masker,
     store, read once by the caller; ``data``: the file's bytes, when the caller has them):
     a canonical file by the rebuild's row reader (:mod:`memidex.index.rowread`: no record
     model, no YAML reader), any other — and every file while a secrets file masks
-    records — by the full path. Both give the same rows (property-tested)."""
-    from memidex.index.rowread import canonical_rows
+    records — by the full path. Both give the same rows (property-tested). A file whose
+    bytes this process wrote or parsed a moment ago (an ingest's: the codec recalls their
+    record) takes the full path as the rebuild does (:func:`parse_files`): no parse then,
+    and no row reader to compile."""
+    from memidex.records.digest import content_hash
 
     mtime_ns, ino = fs.mtime_ns, fs.ino
     if data is None:
@@ -91,29 +101,37 @@ def changed_rows(store: Store, fs: FileStat, masker: Masker,
         except OSError as exc:
             return unreadable(fs, exc)
         mtime_ns, ino = st.mtime_ns, st.ino
+    sha = content_hash(data)
+    codec = sys.modules.get("memidex.records.codec")  # never imported: nothing to recall
     rows = None
-    if not masker.secrets:
+    if not masker.secrets and (codec is None or codec.recall(sha) is None):
+        from memidex.index.rowread import canonical_rows
+
         try:
             rows = canonical_rows(data.decode("utf-8"), fs.relpath)
         except UnicodeDecodeError:
             rows = None
     if rows is None:
         return rows_of(fs.relpath, data, mtime_ns, ino, masker)
-    from memidex.records.digest import content_hash
-
     record, vrows, arows, erows = rows
-    frow = (fs.relpath, "record", len(data), mtime_ns, ino, content_hash(data))
+    frow = (fs.relpath, "record", len(data), mtime_ns, ino, sha)
     return FileRows(frow, record, tuple(vrows), tuple(arows), tuple(erows), ())
 
 
-def flatten(rows: Sequence[FileRows], first_rowid: int, *, dense: bool) -> Batch:
+def flatten(rows: Sequence[FileRows], first_rowid: int, *, dense: bool,
+            rowids: Mapping[str, int] | None = None) -> Batch:
     """Rows ready to insert. ``dense``: record rowids follow one another (a refresh);
     otherwise a file's rowid is ``first_rowid`` + its position (a rebuild: a file that
-    does not parse leaves a gap, so rowids depend on nothing but the sorted paths)."""
+    does not parse leaves a gap, so rowids depend on nothing but the sorted paths).
+    ``rowids``: the rowid a record keeps, by path (a refresh: all below ``first_rowid``)."""
     out = Batch([], [], [], [], [], [], 0)
     rowid = first_rowid
     fingerprint = 0
     for fr in rows:
+        kept = rowids.get(fr.file[0]) if rowids and fr.record is not None else None
+        if kept is not None:
+            fingerprint ^= _add(out, fr, kept)
+            continue
         fingerprint ^= _add(out, fr, rowid)
         if fr.record is not None or not dense:
             rowid += 1

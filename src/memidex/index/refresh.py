@@ -24,7 +24,9 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping
+import stat as stat_mod
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from memidex.errors import Problem
@@ -74,9 +76,25 @@ def _stored_files(conn: sqlite3.Connection, prefix: str | None = None) -> Stored
     return {row[0]: (row[1], row[2], row[3], row[4], row[5]) for row in rows}
 
 
-def _stored_one(conn: sqlite3.Connection, path: str) -> Stored:
-    rows = conn.execute(_FILE_COLS + " WHERE path = ?", (path,))
-    return {row[0]: (row[1], row[2], row[3], row[4], row[5]) for row in rows}
+_CHUNK = 500
+"""Paths (or rowids) bound to one ``IN (...)`` statement: under SQLite's limit of 999
+parameters before 3.32, and a handful of statements for a change set of thousands."""
+
+
+def _chunks(items: Sequence[Any]) -> Iterator[tuple[Sequence[Any], str]]:
+    """``items`` in runs of at most :data:`_CHUNK`, each with its ``?,?,...`` marks."""
+    for start in range(0, len(items), _CHUNK):
+        chunk = items[start:start + _CHUNK]
+        yield chunk, ",".join("?" * len(chunk))
+
+
+def _stored_of(conn: sqlite3.Connection, paths: Sequence[str]) -> Stored:
+    """The stored file rows of ``paths`` (those the index has), a statement a chunk."""
+    out: Stored = {}
+    for chunk, marks in _chunks(paths):
+        for row in conn.execute(f"{_FILE_COLS} WHERE path IN ({marks})", chunk):
+            out[row[0]] = (row[1], row[2], row[3], row[4], row[5])
+    return out
 
 
 class Changes(Plain):
@@ -102,19 +120,23 @@ class Changes(Plain):
 
 
 def _compare(store: Store, stored: Stored, current: list[FileStat], racy_after: int,
-             policies_rel: str, out: Changes, *, always_hash: bool = False) -> None:
+             policies_rel: str, out: Changes, *, verify: AbstractSet[str] = frozenset()
+             ) -> None:
     """Sort ``current`` files against ``stored`` rows: changed ones into ``out``.
 
-    A file whose stat matches is trusted unless it is too recent or ``always_hash``."""
+    A file whose stat matches is trusted unless it is too recent or in ``verify``. (The
+    hashing is imported only when a file needs it: a search on an up-to-date index goes
+    without ``hashlib``.)"""
+    policy_prefix = policies_rel + "/"
     for fs in current:
-        kind = "policy" if fs.relpath.startswith(policies_rel + "/") else "record"
+        kind = "policy" if fs.relpath.startswith(policy_prefix) else "record"
         target = out.policies if kind == "policy" else out.records
         old = stored.get(fs.relpath)
         if old is None or old[0] != kind:
             target.append(fs)
             continue
         same_stat = (old[1], old[2], old[3]) == (fs.size, fs.mtime_ns, fs.ino)
-        if same_stat and fs.mtime_ns < racy_after and not always_hash:
+        if same_stat and fs.mtime_ns < racy_after and fs.relpath not in verify:
             continue
         from memidex.records.digest import content_hash
 
@@ -140,16 +162,12 @@ def detect_changes(store: Store, db: IndexDB, *, generation: str | None = None) 
     out = Changes(method=sus.method)
     if not sus.full:
         paths = sorted(p for p in sus.paths if _watched(store, p))
-        if not any(os.path.islink(os.path.join(store.root, p)) for p in paths):
-            for path in paths:
-                fs = store.stat_file(path)
-                stored = _stored_one(conn, path)
-                if fs is None:
-                    out.deleted.extend(stored)
-                else:
-                    _compare(store, stored, [fs], racy_after, store.policies_rel, out,
-                             always_hash=path in sus.verify)
-            out.deleted.sort()
+        found = _lstat_files(str(store.root), paths)
+        if found is not None:  # (a symlink among them: the full scan judges it)
+            stored = _stored_of(conn, paths)
+            out.deleted.extend(p for p in paths if found.get(p) is None and p in stored)
+            _compare(store, stored, [fs for fs in found.values() if fs is not None],
+                     racy_after, store.policies_rel, out, verify=sus.verify)
             out.snapshot = sus.snapshot
             return out
     records, policies, problems, dirs = store.scan_all()
@@ -217,18 +235,39 @@ def _landed_changes(store: Store, db: IndexDB) -> Changes | None:
     if snap is None or snap.method != "git":
         return None
     out = Changes(method="git")
+    policy_prefix = store.policies_rel + "/"
+    gone: list[str] = []
     for path in sorted(paths):
         fs = store.stat_file(path)
         if fs is None:
-            out.deleted.extend(_stored_one(db.conn, path))
+            gone.append(path)
         else:  # just written: reloaded, unread and unhashed here (its rows are a pure
             # function of its bytes: the ones written, or read back; reloading is never
             # wrong)
-            policy = path.startswith(store.policies_rel + "/")
-            (out.policies if policy else out.records).append(fs)
-    out.deleted.sort()
+            (out.policies if path.startswith(policy_prefix) else out.records).append(fs)
+    if gone:
+        stored = _stored_of(db.conn, gone)
+        out.deleted.extend(p for p in gone if p in stored)
     out.snapshot = snap.replace(named=sorted(set(snap.named) | paths))
     _GIVEN[root] = _WROTE.pop(root, {})
+    return out
+
+
+def _lstat_files(root: str, paths: Sequence[str]) -> dict[str, FileStat | None] | None:
+    """Each path's stat (None: gone, or not a regular file), one ``lstat`` a path; None
+    when one of them is a symlink."""
+    out: dict[str, FileStat | None] = {}
+    for path in paths:
+        try:
+            st = os.lstat(os.path.join(root, path))
+        except OSError:
+            out[path] = None
+            continue
+        mode = st.st_mode
+        if stat_mod.S_ISLNK(mode):
+            return None
+        out[path] = FileStat(path, st.st_size, st.st_mtime_ns, st.st_ino) \
+            if stat_mod.S_ISREG(mode) else None
     return out
 
 
@@ -250,34 +289,64 @@ def _scan_problems_differ(conn: sqlite3.Connection, problems: list[Problem]) -> 
     return sorted(rows) != sorted((p.path, p.line, p.reason) for p in problems)
 
 
-def _delete_path(conn: sqlite3.Connection, path: str, found: set[str] | None = None) -> int:
-    """Remove every row a file contributed; returns its fingerprint share (0 if none).
-    ``found``: gets ``path`` when the file had rows (it was in the index)."""
-    row = conn.execute("SELECT sha256, record_rowid FROM files WHERE path = ?",
-                       (path,)).fetchone()
-    if row is None:
-        conn.execute("DELETE FROM problems WHERE path = ?", (path,))
-        return 0
+def _delete_paths(conn: sqlite3.Connection, paths: Sequence[str],
+                  found: set[str] | None = None,
+                  texts: Mapping[str, tuple[str, str, str]] | None = None,
+                  kept: dict[str, int] | None = None) -> int:
+    """Remove every row the files ``paths`` contributed — a few statements for the whole
+    batch, not ten a file; returns their fingerprint share (XORed; 0 for a file the index
+    did not have). ``found``: gets each path that had rows (it was in the index).
+
+    ``texts``: the (title, body, anchors) each file's new record row will have. A record
+    whose old row has the same keeps its rowid (into ``kept``, by path): its full-text
+    entry and its anchor rows — a pure function of those three and the rowid — stay as
+    they are, the rest of its rows go (its record row too: its vector with it, as for any
+    changed record); the caller inserts the new rows under that rowid. A confirm rewrites
+    each record's trust and evidence, never its text."""
+    fp = 0
+    rowids: list[int] = []
+    had: list[str] = []  # the paths with a file row (only they can have policy rows)
+    path_of: dict[int, str] = {}
+    for chunk, marks in _chunks(paths):
+        for path, sha, rowid in conn.execute(
+                f"SELECT path, sha256, record_rowid FROM files WHERE path IN ({marks})", chunk):
+            had.append(path)
+            fp ^= file_digest(path, sha)
+            if rowid is not None:
+                rowids.append(rowid)
+                path_of[rowid] = path
     if found is not None:
-        found.add(path)
-    sha, rowid = row
-    if rowid is not None:
-        rec = conn.execute("SELECT title, body, anchors FROM records WHERE rowid = ?",
-                           (rowid,)).fetchone()
-        if rec is not None:
-            title, body, anchors = rec
-            conn.execute(
-                "INSERT INTO records_fts(records_fts, rowid, title, body, anchors)"
-                " VALUES('delete', ?, ?, ?, ?)", (rowid, title, body, anchors))
-            conn.executemany("DELETE FROM anchors WHERE anchor = ? AND record_rowid = ?",
-                             [(a, rowid) for a in anchors.split("\n")])
-            conn.execute("DELETE FROM edges WHERE record_rowid = ?", (rowid,))
-            conn.execute("DELETE FROM history_versions WHERE record_rowid = ?", (rowid,))
-            conn.execute("DELETE FROM records WHERE rowid = ?", (rowid,))
-    conn.execute("DELETE FROM policies WHERE path = ?", (path,))
-    conn.execute("DELETE FROM problems WHERE path = ?", (path,))
-    conn.execute("DELETE FROM files WHERE path = ?", (path,))
-    return file_digest(path, sha)
+        found.update(had)
+    for chunk, marks in _chunks(rowids):
+        recs = conn.execute(f"SELECT rowid, title, body, anchors FROM records WHERE rowid IN"
+                            f" ({marks})", chunk).fetchall()
+        if not recs:
+            continue
+        gone = recs
+        if texts and kept is not None:
+            gone = []
+            for rec in recs:
+                path = path_of[rec[0]]
+                if texts.get(path) == rec[1:] and path not in kept:
+                    kept[path] = rec[0]
+                else:
+                    gone.append(rec)
+        conn.executemany("INSERT INTO records_fts(records_fts, rowid, title, body, anchors)"
+                         " VALUES('delete', ?, ?, ?, ?)", gone)
+        conn.executemany("DELETE FROM anchors WHERE anchor = ? AND record_rowid = ?",
+                         [(a, rowid) for rowid, _t, _b, anchors in gone
+                          for a in anchors.split("\n")])
+        present = [rec[0] for rec in recs]  # (a file row naming no record row: no more)
+        marks = ",".join("?" * len(present))
+        conn.execute(f"DELETE FROM edges WHERE record_rowid IN ({marks})", present)
+        conn.execute(f"DELETE FROM history_versions WHERE record_rowid IN ({marks})", present)
+        conn.execute(f"DELETE FROM records WHERE rowid IN ({marks})", present)
+    for chunk, marks in _chunks(had):
+        conn.execute(f"DELETE FROM policies WHERE path IN ({marks})", chunk)
+        conn.execute(f"DELETE FROM files WHERE path IN ({marks})", chunk)
+    for chunk, marks in _chunks(paths):  # a file the index never had may have problems
+        conn.execute(f"DELETE FROM problems WHERE path IN ({marks})", chunk)
+    return fp
 
 
 def _racy(snap: Snapshot) -> bool:
@@ -344,19 +413,22 @@ def refresh(store: Store, db: IndexDB) -> RefreshReport:
     stored_paths: set[str] = set()  # the changed files the index had (the others: added)
     with db.begin_write():
         fp = int(db.meta().get("fingerprint", "0"), 16)
-        for path in changes.deleted:
-            fp ^= _delete_path(conn, path)
-        for fs in (*changes.records, *changes.policies):
-            fp ^= _delete_path(conn, fs.relpath, stored_paths)
+        fp ^= _delete_paths(conn, changes.deleted)
+        texts = {fr.file[0]: (fr.record[6], fr.record[7], fr.record[8])
+                 for fr in record_rows if fr.record is not None}
+        kept: dict[str, int] = {}  # path -> the rowid its record keeps (same text)
+        fp ^= _delete_paths(conn, [fs.relpath for fs in (*changes.records,
+                                                         *changes.policies)], stored_paths,
+                            texts, kept)
         if changes.problems is not None:
             conn.execute("DELETE FROM problems WHERE line = 0 AND path NOT IN "
                          "(SELECT path FROM files)")
             conn.executemany(INSERT_PROBLEM, sorted({(p.path, p.line, p.reason)
                                                       for p in changes.problems}))
-        next_rowid = int(conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM records")
-                         .fetchone()[0])
-        batch = flatten(record_rows, next_rowid, dense=True)
-        insert_batch(conn, batch)
+        next_rowid = max(int(conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM records")
+                             .fetchone()[0]), max(kept.values(), default=0) + 1)
+        batch = flatten(record_rows, next_rowid, dense=True, rowids=kept)
+        insert_batch(conn, batch, indexed=frozenset(kept.values()))
         conn.executemany(INSERT_FILE, frows)
         conn.executemany(INSERT_POLICY, prows)
         conn.executemany(INSERT_PROBLEM, pproblems)

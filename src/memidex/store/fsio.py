@@ -12,6 +12,7 @@ that fault-injection tests (:mod:`memidex._testing`) can swap that one name.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -21,6 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from memidex.errors import UnsafePathError
+
+StrPath = str | os.PathLike[str]
+"""A path as ``os`` takes it: the writer's hot path passes plain strings (no pathlib)."""
 
 _REAL_OS = os  # fault injection (memidex._testing) replaces the module's `os`
 
@@ -35,7 +39,7 @@ def dump_json(data: Any, *, indent: int | None = None) -> bytes:
             + "\n").encode("utf-8")
 
 
-def fsync_dir(folder: Path) -> None:
+def fsync_dir(folder: StrPath) -> None:
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
@@ -43,7 +47,7 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def fsync_file(path: Path) -> None:
+def fsync_file(path: StrPath) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -51,17 +55,17 @@ def fsync_file(path: Path) -> None:
         os.close(fd)
 
 
-def swap_into_place(src: Path, dst: Path, *, sync_folder: bool = True) -> None:
+def swap_into_place(src: StrPath, dst: StrPath, *, sync_folder: bool = True) -> None:
     """Atomically rename ``src`` over ``dst`` (same file system) and fsync ``dst``'s folder
     (``sync_folder=False``: the caller fsyncs the folders of a batch once, :func:`fsync_dirs`)."""
     os.replace(src, dst)
     if sync_folder:
-        fsync_dir(dst.parent)
+        fsync_dir(os.path.dirname(os.fspath(dst)) or ".")
 
 
-def fsync_dirs(folders: Iterable[Path]) -> None:
+def fsync_dirs(folders: Iterable[StrPath]) -> None:
     """fsync each distinct folder once (after a batch of renames into them)."""
-    for folder in sorted(set(folders)):
+    for folder in sorted({os.fspath(f) for f in folders}):
         fsync_dir(folder)
 
 
@@ -84,7 +88,7 @@ def _syncfs() -> Any:
     return _SYNCFS
 
 
-def sync_files(paths: Sequence[Path], folders: Iterable[Path] = ()) -> None:
+def sync_files(paths: Sequence[StrPath], folders: Iterable[StrPath] = ()) -> None:
     """Make a batch of files written with ``durable=False`` (and renames into
     ``folders``) durable: on Linux one syncfs(2) of the file system they are on, instead
     of one fsync per file and folder; elsewhere (or when fault injection replaced ``os``)
@@ -97,13 +101,14 @@ def sync_files(paths: Sequence[Path], folders: Iterable[Path] = ()) -> None:
         return
     syncfs = _syncfs()
     if syncfs and os is _REAL_OS:
-        fd = os.open(paths[0].parent, os.O_RDONLY | os.O_DIRECTORY)
+        folder = os.path.dirname(os.fspath(paths[0])) or "."
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
         try:
             if syncfs(fd) != 0:
                 import ctypes
 
                 code = ctypes.get_errno()
-                raise OSError(code, os.strerror(code), str(paths[0].parent))
+                raise OSError(code, os.strerror(code), folder)
         finally:
             os.close(fd)
         return
@@ -118,7 +123,7 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def write_new(path: Path, data: bytes, *, durable: bool = True) -> None:
+def write_new(path: StrPath, data: bytes, *, durable: bool = True) -> None:
     """Create ``path`` (it must not exist: ``O_EXCL``) holding ``data``; fsync it if durable.
 
     A failure removes the partial file and re-raises.
@@ -130,7 +135,8 @@ def write_new(path: Path, data: bytes, *, durable: bool = True) -> None:
             os.fsync(fd)
     except BaseException:
         os.close(fd)
-        path.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
         raise
     os.close(fd)
 

@@ -166,7 +166,11 @@ class Journal:
         indices = [index] if isinstance(index, int) else index
         # No fsync: the authority DB's `applied` table (committed first) is the truth;
         # a lost mark only means a replay that finds every step already applied.
-        append(path, b"".join(dump_json({"i": i, "epoch": epoch}) for i in indices))
+        # dump_json({"i": i, "epoch": epoch}) a line, written out by hand (one json.dumps
+        # an op cost a 475-record change set ~1.5 ms)
+        epoch = int(epoch)
+        append(path, "".join(f'{{"epoch": {epoch}, "i": {int(i)}}}\n'
+                             for i in indices).encode("ascii"))
 
     def done_steps(self, cs: ChangeSet) -> frozenset[int]:
         return frozenset(i for i, _ in self._done_lines(cs.id))

@@ -127,18 +127,20 @@ class WriterSession:
         results: list[bool] = []
         contents: list[bytes] = []
         hashes: list[str] = []  # of each content: the op's before and after
+        encoded: dict[int, bytes] = {}  # op index -> its data's UTF-8 (encoded once)
         for change in changes:
             planned = self._plan(change)
             results.append(planned is not None)
             if planned is not None:
-                op, current = planned
-                ops.append(op)
+                op, current, raw = planned
                 if current is not None and op.before is not None:
                     contents.append(current)
                     hashes.append(op.before)
-                if op.data is not None and op.after is not None:
-                    contents.append(op.data.encode("utf-8"))
+                if raw is not None and op.after is not None:
+                    encoded[len(ops)] = raw
+                    contents.append(raw)
                     hashes.append(op.after)
+                ops.append(op)
         if not ops:
             if step_id is not None:
                 self.journal.mark_step_done(step_id)
@@ -153,7 +155,7 @@ class WriterSession:
         step("journal.written")
         self._touched = False
         try:
-            self._run(cs, replay=False)
+            self._run(cs, replay=False, encoded=encoded)
         except ConflictError as exc:
             with contextlib.suppress(OSError):
                 if self._touched:
@@ -218,23 +220,27 @@ class WriterSession:
         if self.lease.lost:
             raise self.lease.lost_error()
 
-    def _plan(self, change: Change) -> tuple[Op, bytes | None] | None:
-        """The op for ``change`` and the bytes it replaces; None when there is nothing to do."""
+    def _plan(self, change: Change) -> tuple[Op, bytes | None, bytes | None] | None:
+        """The op for ``change``, the bytes it replaces and (a write) the bytes it writes;
+        None when there is nothing to do."""
         store = self.store
         if isinstance(change, Write):
-            target = store.record_path(change.record.kind, change.record.id)
-            relpath = store.rel(target)
+            relpath = store.record_rel(change.record.kind, change.record.id)
             data = change.text if change.text is not None else dump_record(change.record)
             current: bytes | None
+            before: str | None
             if change.data is not None and isinstance(change.expected, str) and \
                     content_hash(change.data) == change.expected:
                 current = change.data  # read by the caller a moment ago, under this lease
+                before = change.expected
+            elif change.expected is None and not os.access(store.abs_of(relpath), os.F_OK):
+                current = before = None  # a new record, as the caller expects (no failed open)
             else:
                 try:
-                    current = target.read_bytes()
+                    current = store.read_bytes(relpath)
                 except FileNotFoundError:
                     current = None
-            before = content_hash(current) if current is not None else None
+                before = content_hash(current) if current is not None else None
             # The expected-hash check comes first: a record computed from a stale read
             # (another writer changed the file since) is a conflict, even when it happens
             # to equal what the file holds now — a confirm lost that way would be silent.
@@ -247,8 +253,8 @@ class WriterSession:
                     with contextlib.suppress(RecordError):
                         if parse_record_bytes(current, relpath) == change.record:
                             return None
-            op = Op("write", relpath, before, content_hash(data.encode("utf-8")), data)
-            return op, current
+            raw = data.encode("utf-8")
+            return Op("write", relpath, before, content_hash(raw), data), current, raw
         path = self.store.record_file(change.relpath)
         try:
             current = path.read_bytes()
@@ -256,20 +262,23 @@ class WriterSession:
             return None
         before = content_hash(current)
         self._expect(change.expected, before, change.relpath)
-        return Op("remove", store.rel(path), before), current
+        return Op("remove", store.rel(path), before), current, None
 
     @staticmethod
     def _expect(expected: str | None | bool, actual: str | None, relpath: str) -> None:
         if expected is not False and expected != actual:
             raise ConflictError(f"{relpath} changed on disk since it was read; not replaced")
 
-    def _run(self, cs: ChangeSet, *, replay: bool) -> None:
+    def _run(self, cs: ChangeSet, *, replay: bool,
+             encoded: dict[int, bytes] | None = None) -> None:
+        """``encoded``: the UTF-8 of each write's data, by op index (a change set planned
+        a moment ago; a replay encodes the journal's text)."""
         todo = [(i, op) for i, op in enumerate(cs.ops) if i not in cs.done]
         if cs.done:
             self._touched = True
         if todo:
             self._check_open()
-            self._land(cs, todo, replay=replay)
+            self._land(cs, todo, replay=replay, encoded=encoded or {})
         try:
             if not (replay and self.ledger.has(cs.id)):
                 self.ledger.append(self._entry(cs, "landed", cs.ops))
@@ -294,12 +303,15 @@ class WriterSession:
                                         op.after) for op in ops))
 
     def _land(self, cs: ChangeSet, todo: Sequence[tuple[int, Op]], *,
-              replay: bool) -> None:
+              replay: bool, encoded: dict[int, bytes]) -> None:
         """Install every op of ``todo`` together: stage them all, then, holding the
         visibility lock exclusively, check and install them in ONE fence transaction."""
         store = self.store
         staged: dict[int, StagedFile] = {}
-        checked: set[Path] = set()  # folders resolved once for the whole batch
+        checked: set[str] = set()  # folders resolved once for the whole batch
+        # the staged files' unique names: one random token for the batch and the op's
+        # index (O_EXCL refuses a name taken all the same), not a getrandom(2) a file
+        nonce = f"{os.getpid()}.{os.urandom(4).hex()}"
         try:
             for index, op in todo:
                 # A replay stages only what is not in place yet; a change set planned a
@@ -307,14 +319,17 @@ class WriterSession:
                 # meanwhile is seen in place by the check inside the fence, and its
                 # staged copy discarded).
                 if op.op == "write" and (not replay or store.current_hash(
-                        store.abspath(op.path)) != op.after):
+                        store.abs_of(op.path)) != op.after):
                     assert op.data is not None
                     if replay:  # bytes from the journal: parsed, then staged canonically
                         sf = store.stage(parse_record_bytes(op.data.encode("utf-8"),
                                                             op.path), durable=False)
-                    else:  # bytes this session encoded from a record a moment ago
-                        sf = store.stage_bytes(op.path, op.data.encode("utf-8"),
-                                               durable=False, checked=checked)
+                    else:  # bytes this session encoded (and hashed: op.after) a moment ago
+                        raw = encoded.get(index)
+                        sf = store.stage_bytes(op.path, raw if raw is not None else
+                                               op.data.encode("utf-8"), durable=False,
+                                               checked=checked, sha256=op.after,
+                                               unique=f"{nonce}.{index}")
                     if sf.sha256 != op.after:
                         store.discard(sf)
                         raise LeaseError(
@@ -327,7 +342,7 @@ class WriterSession:
             try:
                 with visibility.exclusive(store.knowledge, timeout=self.install_wait) as vis:
                     with self.lease.fence() as fenced:
-                        self._install(cs, todo, staged, fenced, vis)
+                        self._install(cs, todo, staged, fenced, vis, replay=replay)
                     step("write.committed")
                     if vis.installing is not None:
                         vis.end(vis.installing)
@@ -341,15 +356,19 @@ class WriterSession:
 
     def _install(self, cs: ChangeSet, todo: Sequence[tuple[int, Op]],
                  staged: dict[int, StagedFile], fenced: Fenced,
-                 vis: visibility.Exclusive) -> None:
+                 vis: visibility.Exclusive, *, replay: bool) -> None:
         """Inside the fence: check every op first (a conflict installs nothing), then
-        install them all and record them in ``applied``; the fence commits them at once."""
+        install them all and record them in ``applied``; the fence commits them at once.
+        (Only a replay asks ``applied`` first: no step of a change set journaled by this
+        session a moment ago can have been committed before.)"""
         store = self.store
         plan: list[tuple[int, Op, bool]] = []  # (index, op, needs installing)
         for index, op in todo:
-            if fenced.applied(cs.step_id(index)):
+            if replay and fenced.applied(cs.step_id(index)):
                 continue  # committed before a crash: idempotent
-            now = store.current_hash(store.abspath(op.path))
+            sf = None if replay else staged.get(index)  # (staged at abs_of(op.path))
+            now = store.current_hash(sf.target if sf is not None else store.abs_of(op.path),
+                                     absent=op.before is None)
             if now == op.after:
                 plan.append((index, op, False))  # in place (replayed after os.replace)
             elif now != op.before or (op.op == "write" and index not in staged):
@@ -358,16 +377,19 @@ class WriterSession:
                 plan.append((index, op, True))
         if any(install for _, _, install in plan):
             vis.begin(cs.id)
-        folders = set()
+        folders: set[str] = set()  # each made sure of (and fsynced) once
+        made: set[str] = set()
         for index, op, install in plan:
             if install:
                 self._touched = True
                 if op.op == "write":
-                    store.install(staged[index], expected=op.before, sync_folder=False)
+                    sf = staged[index]
+                    store.install(sf, expected=op.before, sync_folder=False, made=made)
                     del staged[index]  # moved: nothing left to discard
+                    folders.add(os.path.dirname(sf.target))
                 else:
                     store.remove(op.path, sync_folder=False)
-                folders.add(store.abspath(op.path).parent)
+                    folders.add(os.path.dirname(store.abs_of(op.path)))
             step("write.installed")
             fenced.record_applied(cs.step_id(index), op.path, op.after)
             step("write.recorded")
@@ -417,7 +439,7 @@ class WriterSession:
         it did change (an ``abandoned`` entry), so they can be found and rolled back."""
         landed = [op for op in cs.ops
                   if op.before != op.after
-                  and self.store.current_hash(self.store.abspath(op.path)) == op.after]
+                  and self.store.current_hash(self.store.abs_of(op.path)) == op.after]
         if landed and not self.ledger.has(cs.id):
             self.ledger.append(self._entry(cs, "abandoned", landed))
         self.journal.abandon(cs, reason)
