@@ -290,8 +290,10 @@ def test_search_imports_neither_typer_nor_rich_nor_the_record_parser(repo: Path)
              "memidex.app.results", "memidex.app.semantic", "memidex.app.notes",
              "memidex.app.history", "shutil", "csv", "memidex.index.build",
              # nor dataclasses itself (~5 ms with inspect, ast, dis, tokenize): its types
-             # are memidex.plain's; nor subprocess (~2 ms): git is spawned directly
-             "dataclasses", "inspect", "subprocess")
+             # are memidex.plain's; nor subprocess (~2 ms): git is spawned directly;
+             # nor typing (~2 ms: annotations only) or tomllib (memidex.tomlfast reads
+             # memidex.toml's usual forms)
+             "dataclasses", "inspect", "subprocess", "typing", "tomllib")
     code = ("import sys, runpy; sys.argv = ['memidex', '--root', sys.argv[1], 'knowledge', "
             "'search', 'place order'] + sys.argv[2:]\n"
             "try:\n    runpy.run_module('memidex', run_name='__main__')\n"
@@ -310,7 +312,7 @@ def test_search_imports_neither_typer_nor_rich_nor_the_record_parser(repo: Path)
                            # nor the record model, dataclasses, subprocess or fractions:
                            # the brief ranks index rows (~10 ms of imports)
                            "memidex.records.model", "dataclasses", "subprocess",
-                           "fractions")))
+                           "fractions", "typing", "tomllib")))
     out = subprocess.run([sys.executable, "-c", brief, str(repo), "--no-record"],
                          capture_output=True, text=True, check=True, env=_unmeasured_env())
     assert "# Brief: test t-1" in out.stdout, out.stdout
