@@ -115,7 +115,7 @@ class StoreSource:
             return False
 
     def relpath(self, kind: str, rid: str) -> str:
-        return self.store.rel(self.store.record_path(kind, rid))
+        return self.store.record_rel(kind, rid)
 
 
 def _read_all(path: str | Path) -> bytes:
@@ -283,7 +283,7 @@ def ingest_job(session: WriterSession, job: Mapping[str, Any], *, config: Config
             if not session.recovery.replayed:  # what this change set wrote is all there is
                 from memidex.index.refresh import landed as refresh_from
 
-                rels = {store.rel(store.record_path(w.record.kind, w.record.id)): w.text
+                rels = {store.record_rel(w.record.kind, w.record.id): w.text
                         for w, did in zip(writes, wrote, strict=True) if did}
                 refresh_from(store, rels, {rel: text.encode("utf-8")
                                            for rel, text in rels.items() if text is not None})
