@@ -65,8 +65,12 @@ def _ev(key: str, value: str, following: str) -> str:
 
 _TRUST = (rf"\{{source: (?P<source>local|ci|human|import), confirmations: (?P<conf>{_INT}),"
           rf" contradictions: (?P<contra>{_INT}), last_confirmed: (?P<last>{_INTN})\}}")
-_EVIDENCE_ITEM = (r"\{" + _ev("run", _V, "tso") + _ev("test", _V, "so")
-                  + _ev("step", _INT, "o") + _ev("observed", _V, "") + r"\}")
+# the claim the curator writes: a hash of hex digits, which YAML may read as a number
+# ("123456789012", "0b1010101010") — any scalar is a valid extra key's value
+_CLAIM = rf"(?:{_V}|[0-9a-f]{{1,64}})"
+_EVIDENCE_ITEM = (r"\{" + _ev("run", _V, "tsoc") + _ev("test", _V, "soc")
+                  + _ev("step", _INT, "oc") + _ev("observed", _V, "c")
+                  + _ev("check", _V, "c") + _ev("claim", _CLAIM, "") + r"\}")
 
 _FRONT = (
     rf"id: (?P<id>{_S})\n"
