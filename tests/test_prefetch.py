@@ -201,3 +201,33 @@ def test_a_one_shot_reading_command_runs_without_the_collector(
                            *argv], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert f"collector={not paused}" in proc.stderr
+
+
+def test_a_repository_without_a_commit_costs_one_git_call_for_its_index_and_head(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """git's index and HEAD are asked in one call with a commit or without one (a new
+    repository: HEAD is unborn) — not in three."""
+    from memidex.app import Memidex
+    from memidex.index import staleness
+
+    repo = tmp_path / "fresh"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "memidex.toml").write_text('product = "shop-web"\n', encoding="utf-8")
+    write_record(repo, make_record(title="Place order is disabled"))
+    with Memidex(root=repo) as m:
+        m.rebuild_index()
+    asked: list[tuple[str, ...]] = []
+    real = staleness._start
+
+    def counted(root: str, *args: str) -> prefetch.Git | None:
+        asked.append(args)
+        return real(root, *args)
+
+    monkeypatch.setattr(staleness, "_start", counted)
+    for _ in range(2):
+        with Memidex(root=repo) as m:
+            assert [h.title for h in m.search("place order").results] == \
+                ["Place order is disabled"]
+    heads = [a for a in asked if a[:1] == ("rev-parse",)]
+    assert heads == [prefetch.HEAD_ARGS] * 2, asked
+    assert staleness._index_mtime_and_head(str(repo.resolve()))[1] is None  # unborn

@@ -33,7 +33,9 @@ if TYPE_CHECKING:
 
 __all__ = ["HEAD", "Git", "discard", "prefetch", "start", "take", "tops_of"]
 
-HEAD_ARGS = ("rev-parse", "--git-path", "index", "HEAD")
+HEAD_ARGS = ("rev-parse", "--git-path", "index", "--verify", "-q", "HEAD")
+"""git's index, then HEAD's commit; without a commit yet (HEAD unborn) the first line
+only, and exit 1."""
 HEAD: tuple[str, ...] = ()
 """The folders key of the ``rev-parse`` call (it does not depend on them)."""
 

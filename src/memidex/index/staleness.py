@@ -131,24 +131,24 @@ def _git(root: str, *args: str) -> str | None:
     return _finish_text(_start(root, *args))
 
 
-def _finish_text(proc: Git | None) -> str | None:
+def _finish_text(proc: Git | None, ok: tuple[int, ...] = (0,)) -> str | None:
     if proc is None:
         return None
     out, _ = proc.communicate(timeout=60)
-    return None if proc.returncode != 0 else out.decode("utf-8", "surrogateescape")
+    return None if proc.returncode not in ok else out.decode("utf-8", "surrogateescape")
 
 
 def _asked(root: str, key: tuple[str, ...] | list[str], args: tuple[str, ...],
-           generation: str | None) -> str | None:
+           generation: str | None, ok: tuple[int, ...] = (0,)) -> str | None:
     """git's answer to ``args``: the call :func:`memidex.index.prefetch.prefetch` started
     under ``key``, unless a change set landed since it was asked (then it is asked
     again)."""
     prefetched = take(root, key)
     if prefetched is not None and (generation is None or prefetched[1] == generation):
-        return _finish_text(prefetched[0])
+        return _finish_text(prefetched[0], ok)
     if prefetched is not None:
         prefetched[0].communicate()  # asked before a change set landed: reaped, unread
-    return _git(root, *args)
+    return _finish_text(_start(root, *args), ok)
 
 
 def _diff_files(root: str, tops: list[str], generation: str | None = None) -> set[str] | None:
@@ -177,16 +177,18 @@ def _git_index_mtime(root: str) -> int | None:
 
 def _index_mtime_and_head(root: str, generation: str | None = None
                           ) -> tuple[int | None, str | None]:
-    """Both in one git call when there is a HEAD (the common case), else in two; the
-    call :func:`memidex.index.prefetch.prefetch` started, unless a change set landed since."""
-    out = _asked(root, HEAD, HEAD_ARGS, generation)
-    if out is not None and len(out.split("\n")) >= 2:
-        index_path, head = out.split("\n")[:2]
-        try:
-            return os.stat(os.path.join(root, index_path)).st_mtime_ns, head.strip()
-        except OSError:
-            return 0, head.strip()
-    return _git_index_mtime(root), _head(root)
+    """Both in one git call (HEAD None when it is unborn: a repository without a commit
+    yet, exit 1); the call :func:`memidex.index.prefetch.prefetch` started, unless a
+    change set landed since."""
+    out = _asked(root, HEAD, HEAD_ARGS, generation, ok=(0, 1))
+    lines = out.split("\n") if out is not None else []
+    if not lines or not lines[0]:
+        return _git_index_mtime(root), _head(root)
+    head = lines[1].strip() if len(lines) >= 2 and lines[1].strip() else None
+    try:
+        return os.stat(os.path.join(root, lines[0])).st_mtime_ns, head
+    except OSError:
+        return 0, head
 
 
 def _dir_mtimes(root: str, dirs: list[str]) -> dict[str, int]:
