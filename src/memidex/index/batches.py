@@ -13,11 +13,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memidex.index.db import file_digest
 from memidex.index.rows import FileRows, masker_of, rows_of, unreadable
-from memidex.index.segments import Segment
 from memidex.store.files import FileStat, Store
 
-if TYPE_CHECKING:
-    from memidex.index.segments import SegmentMerger
+if TYPE_CHECKING:  # (segments: threading and queue, a rebuild's, not a refresh's)
+    from memidex.index.segments import Segment, SegmentMerger
     from memidex.masking import Masker
 
 __all__ = ["INSERT_ANCHOR", "INSERT_EDGE", "INSERT_FILE", "INSERT_FTS", "INSERT_POLICY",
