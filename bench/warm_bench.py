@@ -93,12 +93,35 @@ def _path_of(corpus: Path, rid: str) -> Path:
     return corpus / KNOWLEDGE / "records" / rid.split("-", 1)[0] / f"{rid}.md"
 
 
+Floor = Callable[[int], Sequence[str]]
+"""The raw CLI floor's command line for run ``i`` (``raw_limit.py --query DB Q``)."""
+
+
 def measure(exe: str, corpus: Path, queries: Sequence[str], tests: Sequence[str],
-            warm: str, k: int, tag: str) -> dict[str, list[float]]:
-    """Each figure ``k`` times on one path (``warm``: ``0`` or ``require``)."""
+            warm: str, k: int, tag: str, floor: Floor | None = None
+            ) -> tuple[dict[str, list[float]], dict[str, list[float]], list[float]]:
+    """Each figure ``k`` times on one path (``warm``: ``0`` or ``require``); with
+    ``floor``, the raw CLI floor is run just before each timed command, and each
+    command's ratio to the floor beside it is kept (``pairs``): this machine's speed
+    drifts within minutes, so a floor measured once, earlier, is not the same
+    machine's. Returns the seconds, the pairs and the floor's seconds."""
     root = ["--root", str(corpus)]
     out: dict[str, list[float]] = {"search": [], "search_edit": [], "brief": [],
                                    "brief_edit": [], "doctor": []}
+    pairs: dict[str, list[float]] = {key: [] for key in out}
+    floors: list[float] = []
+
+    def beside(i: int) -> float | None:
+        if floor is None:
+            return None
+        secs = timed(floor(i), "0")[0]
+        floors.append(secs)
+        return secs
+
+    def keep(key: str, secs: float, raw: float | None) -> None:
+        out[key].append(secs)
+        if raw:
+            pairs[key].append(secs / raw)
 
     def search(q: str) -> tuple[float, list[dict[str, Any]]]:
         secs, stdout = timed([exe, *root, "knowledge", "search", q, "--json"], warm)
@@ -108,33 +131,37 @@ def measure(exe: str, corpus: Path, queries: Sequence[str], tests: Sequence[str]
         return timed([exe, *root, "brief", name, "--json", "--no-record"], warm)
 
     for i in range(k):
-        out["search"].append(search(queries[i % len(queries)])[0])
+        raw = beside(i)
+        keep("search", search(queries[i % len(queries)])[0], raw)
     # the first search after a one-record edit: a record the first query finds
     _, hits = search(queries[0])
     target = _path_of(corpus, hits[0]["id"])
     for i in range(k):
         token = f"warmbench{tag}{i}q"
+        raw = beside(i)
         original = _edit(target, token)
         try:
             secs, found = search(token)
             if [h["id"] for h in found] != [hits[0]["id"]]:
                 raise SystemExit(f"error: the search after an edit did not see it ({warm})")
-            out["search_edit"].append(secs)
+            keep("search_edit", secs, raw)
         finally:
             target.write_bytes(original)
         search(token)  # the undo seen (untimed)
     for i in range(k):
-        out["brief"].append(brief(tests[i % len(tests)])[0])
+        raw = beside(i)
+        keep("brief", brief(tests[i % len(tests)])[0], raw)
     served = json.loads(brief(tests[0])[1])["records"]
     btarget = _path_of(corpus, served[0]["id"])
     for i in range(k):
         token = f"warmbrief{tag}{i}q"
+        raw = beside(i)
         original = _edit(btarget, token)
         try:
             secs, stdout = brief(tests[0])
             if token not in stdout:
                 raise SystemExit(f"error: the brief after an edit did not carry it ({warm})")
-            out["brief_edit"].append(secs)
+            keep("brief_edit", secs, raw)
         finally:
             btarget.write_bytes(original)
         brief(tests[0])
@@ -144,7 +171,7 @@ def measure(exe: str, corpus: Path, queries: Sequence[str], tests: Sequence[str]
         if path != ("warm" if warm == "require" else "one-shot"):
             raise SystemExit(f"error: doctor was served by the {path} path")
         out["doctor"].append(secs)
-    return out
+    return out, pairs, floors
 
 
 FIGURES = (("search", "CLI search", 2.5, 1.5),
@@ -155,23 +182,43 @@ FIGURES = (("search", "CLI search", 2.5, 1.5),
 
 
 def warm_figures(exe: str, corpus: Path, queries: Sequence[str], tests: Sequence[str],
-                 k: int = 10) -> dict[str, Any]:
-    """Both paths' figures (seconds), and the daemon's start-up and report."""
-    cold = measure(exe, corpus, queries, tests, "0", k, "c")
+                 k: int = 10, floor: Floor | None = None) -> dict[str, Any]:
+    """Both paths' figures (seconds), and the daemon's start-up and report; with
+    ``floor``, ``pairs`` (each side's ratios to the floor run beside each command) and
+    ``floors`` (every floor run's seconds)."""
+    cold, cold_pairs, floors = measure(exe, corpus, queries, tests, "0", k, "c", floor)
     daemon = Daemon(exe, corpus)
     try:
-        hot = measure(exe, corpus, queries, tests, "require", k, "w")
+        hot, hot_pairs, more = measure(exe, corpus, queries, tests, "require", k, "w", floor)
     finally:
         report = daemon.stop()
-    return {"no_daemon": cold, "daemon": hot, "daemon_start": daemon.start_seconds,
-            "daemon_report": report}
+    out: dict[str, Any] = {"no_daemon": cold, "daemon": hot,
+                           "daemon_start": daemon.start_seconds, "daemon_report": report}
+    if floor is not None:
+        out["pairs"] = {"no_daemon": cold_pairs, "daemon": hot_pairs}
+        out["floors"] = floors + more
+    return out
+
+
+def ratio_of(fig: dict[str, Any], side: str, key: str, floor: float,
+             quantile: Callable[[Sequence[float], float], float]) -> float:
+    """A figure's ratio to the raw CLI floor: the median of its ratios to the floor run
+    beside each command when the run paired them, else its median over ``floor``."""
+    pairs = fig.get("pairs", {}).get(side, {}).get(key)
+    if pairs:
+        return quantile(pairs, 0.5)
+    return quantile(fig[side][key], 0.5) / floor
 
 
 def lines(fig: dict[str, Any], floor: float, quantile: Callable[[Sequence[float], float],
                                                                float]) -> list[str]:
-    """The side-by-side table: medians (p95), ratios to the raw CLI floor, targets."""
+    """The side-by-side table: medians (p95), ratios to the raw CLI floor (paired when the
+    run paired them: the floor then printed is the median of those floor runs), targets."""
+    paired = bool(fig.get("floors"))
+    if paired:
+        floor = quantile(fig["floors"], 0.5)
     out = [f"{'warm path (p50, p95)':<36} {'no daemon':<28} {'daemon':<28} "
-           f"(raw CLI floor {floor:.3f} s)"]
+           f"(raw CLI floor {floor:.3f} s{', run beside each command' if paired else ''})"]
     for key, name, t_cold, t_hot in FIGURES:
         cells = []
         for side, target in (("no_daemon", t_cold), ("daemon", t_hot)):
@@ -183,7 +230,7 @@ def lines(fig: dict[str, Any], floor: float, quantile: Callable[[Sequence[float]
                 mark = "ok" if ratio <= 2.0 else "MISSED"
                 cells.append(f"{med:.3f} {p95:.3f}  {ratio:4.2f}x srch {mark}")
             else:
-                ratio = med / floor
+                ratio = ratio_of(fig, side, key, floor, quantile)
                 mark = "ok" if target is not None and ratio <= target else "MISSED"
                 cells.append(f"{med:.3f} {p95:.3f}  {ratio:4.2f}x <={target}x {mark}")
         out.append(f"{name:<36} {cells[0]:<28} {cells[1]:<28}")
@@ -215,7 +262,9 @@ def main() -> int:
         floor = run.quantile(run.repeat_timed(
             lambda i: [sys.executable, str(BENCH / "raw_limit.py"), "--query", db,
                        queries[i]], len(queries)), 0.5)
-    fig = warm_figures(exe, corpus, queries, tests, args.cli_repeat)
+        fig = warm_figures(exe, corpus, queries, tests, args.cli_repeat, floor=lambda i: [
+            sys.executable, str(BENCH / "raw_limit.py"), "--query", db,
+            queries[i % len(queries)]])
     for line in lines(fig, floor, run.quantile):
         print(line)
     return 0
