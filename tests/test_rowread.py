@@ -64,6 +64,10 @@ _TEXTY = st.one_of(_PLAIN, st.sampled_from(['Said "hi", then left', "a: b", "x #
 _SCALAR = st.one_of(_PLAIN, st.integers(-(10**6), 10**6), st.booleans(), st.none(),
                     st.sampled_from(["a, b", "1e3", "yes", '"q"']))
 _ORD = st.integers(0, 10**6)
+_YAML_WORDS = {"yes", "no", "on", "off", "true", "false", "null", "y", "n"}
+_CHECK = st.from_regex(r"[a-z][a-z0-9-]{0,11}", fullmatch=True).filter(
+    lambda w: w not in _YAML_WORDS) | st.sampled_from(["assert-text", "assert-visible"])
+_ODD_CHECK = st.sampled_from(["on", "null", "No", "Assert", "a b", "x-", "1x", "assert-text"])
 _CLAIM = st.one_of(st.from_regex(r"[0-9a-f]{12}", fullmatch=True),
                    st.sampled_from(["123456789012", "0b1010101010", "1e3456789012",
                                     "000000000000", "302bfccd127f"]))
@@ -104,7 +108,7 @@ def plain_records(draw: st.DrawFn, *, texty: bool = False) -> Record:
         step=st.none() | st.integers(0, 99), observed=st.none() | text,
         # as the curator writes them: the check, and the claim's hash (12 hex digits,
         # which YAML may read as a number: "123456789012", "0b1010101010")
-        check=st.none() | st.sampled_from(["assert-text", "assert-visible", "x"]) | text,
+        check=st.none() | (_ODD_CHECK | text if texty else _CHECK),
         extra=st.just(()) | _CLAIM.map(lambda c: (("claim", c),))), max_size=3)))
     ids = st.lists(_ID, max_size=2).map(lambda xs: tuple(sorted(set(xs))))
     return Record(

@@ -65,12 +65,16 @@ def _ev(key: str, value: str, following: str) -> str:
 
 _TRUST = (rf"\{{source: (?P<source>local|ci|human|import), confirmations: (?P<conf>{_INT}),"
           rf" contradictions: (?P<contra>{_INT}), last_confirmed: (?P<last>{_INTN})\}}")
-# the claim the curator writes: a hash of hex digits, which YAML may read as a number
-# ("123456789012", "0b1010101010") — any scalar is a valid extra key's value
-_CLAIM = rf"(?:{_V}|[0-9a-f]{{1,64}})"
+# The check and the claim as the curator writes them (anything else: the full path):
+# a check's name (a plain word, never one YAML reads as a boolean or null), and the
+# claim's hex hash, plain or quoted (quoted when YAML would read it as a number; any
+# scalar is a valid extra key's value). Narrow, as the pattern's compile is paid by the
+# first search after an edit.
+_CHECK = rf"(?!(?:{_WORDS})[,}}])[a-z][a-z0-9-]*+"
+_CLAIM = r'(?:[0-9a-f]{1,64}|"[0-9a-f]{1,64}")'
 _EVIDENCE_ITEM = (r"\{" + _ev("run", _V, "tsoc") + _ev("test", _V, "soc")
                   + _ev("step", _INT, "oc") + _ev("observed", _V, "c")
-                  + _ev("check", _V, "c") + _ev("claim", _CLAIM, "") + r"\}")
+                  + _ev("check", _CHECK, "c") + _ev("claim", _CLAIM, "") + r"\}")
 
 _FRONT = (
     rf"id: (?P<id>{_S})\n"
