@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import pickle
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -144,3 +145,47 @@ def test_doctor_names_the_yaml_loader_without_importing_pyyaml() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out[1] == "False" and out[0] == out[2] == out[3], out
+
+
+def test_the_named_tuple_stand_in_behaves_as_typings() -> None:
+    """memidex.plain.NamedTuple (run time) against typing.NamedTuple (what mypy sees):
+    fields, defaults, docstring, methods, equality, repr, _replace."""
+    import typing
+
+    from memidex import plain
+
+    def make(base: Any) -> Any:
+        class Pair(base):  # type: ignore[misc, valid-type]
+            """Two things."""
+
+            first: int
+            second: tuple[str, ...]
+            third: str | None = None
+
+            def total(self) -> int:
+                return self.first + len(self.second)
+
+        return Pair
+
+    ours, theirs = make(plain.NamedTuple), make(typing.NamedTuple)
+    for cls in (ours, theirs):
+        p = cls(1, ("a", "b"))
+        assert cls._fields == ("first", "second", "third")
+        assert p.third is None and p.total() == 3 and cls.__doc__ == "Two things."
+        assert p == (1, ("a", "b"), None) and tuple(p) == (1, ("a", "b"), None)
+        assert p._replace(third="x").third == "x"
+        assert repr(p) == "Pair(first=1, second=('a', 'b'), third=None)"
+        assert isinstance(p, tuple)
+    assert ours(2, ()) == theirs(2, ())
+
+
+def test_the_index_rows_are_named_tuples_that_pickle() -> None:
+    """The rows a parser process sends its parent are the stand-in's, importable by name."""
+    from memidex.index.batches import Batch
+    from memidex.index.rows import FileRows
+
+    rows = FileRows(("p", "fact", 1, 2, 3, "sha"), None, (), (), (), ())
+    batch = Batch([], [], [], [], [], [], 7)
+    assert pickle.loads(pickle.dumps(rows)) == rows and batch.fts is None
+    assert pickle.loads(pickle.dumps(batch)) == batch
+    assert FileRows.__module__ == "memidex.index.rows" and Batch._fields[-1] == "fts"

@@ -19,6 +19,11 @@ fields in ``__slots__`` (in the order a dataclass would have them), writes its o
     sets its fields with :data:`set_field`) — a ``@dataclass(frozen=True)``.
 
 Anything else (fields(), asdict()) is written out where it is needed.
+
+:class:`NamedTuple` stands for ``typing.NamedTuple`` at run time (importing ``typing``
+costs ~2 ms): a class written on it is a ``collections.namedtuple`` of its annotated
+fields, their defaults, its docstring and methods. Modules import it as
+``typing.NamedTuple`` for mypy and as this one otherwise.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ TYPE_CHECKING = False  # not `typing`'s: this module is on every start-up path
 if TYPE_CHECKING:
     from typing import Any, Self
 
-__all__ = ["Frozen", "Plain", "set_field"]
+__all__ = ["Frozen", "NamedTuple", "Plain", "set_field"]
 
 set_field = object.__setattr__
 """How a :class:`Frozen` type's ``__init__`` sets a field (its own ``__setattr__`` refuses)."""
@@ -83,3 +88,28 @@ class Frozen(Plain):
     def __delattr__(self, name: str) -> None:
         raise AttributeError(f"cannot delete field {name!r} of {type(self).__name__}")
 
+
+
+_NOT_COPIED = frozenset({"__annotations__", "__module__", "__qualname__", "__dict__",
+                         "__weakref__", "__orig_bases__"})
+
+
+class _NamedTupleType(type):
+    def __new__(mcls, name: str, bases: tuple[type, ...], ns: dict[str, Any]) -> Any:
+        if not bases:  # NamedTuple itself
+            return super().__new__(mcls, name, bases, ns)
+        import collections
+
+        fields = list(ns.get("__annotations__", {}))
+        defaults = [ns[f] for f in fields if f in ns]
+        make: Any = collections.namedtuple  # (mypy reads only literal arguments)
+        made = make(name, fields, defaults=defaults or None, module=ns.get("__module__"))
+        made.__qualname__ = ns.get("__qualname__", name)
+        for key, value in ns.items():
+            if key not in _NOT_COPIED and key not in fields:
+                setattr(made, key, value)
+        return made
+
+
+class NamedTuple(metaclass=_NamedTupleType):
+    """The run-time stand-in for ``typing.NamedTuple`` (see the module docstring)."""

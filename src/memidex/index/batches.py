@@ -9,15 +9,20 @@ import sqlite3
 import sys
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memidex.index.db import file_digest
 from memidex.index.rows import FileRows, masker_of, rows_of, unreadable
 from memidex.store.files import FileStat, Store
 
+TYPE_CHECKING = False  # not typing's: the first search after an edit imports no typing
 if TYPE_CHECKING:  # (segments: threading and queue, a rebuild's, not a refresh's)
+    from typing import Any, NamedTuple
+
     from memidex.index.segments import Segment, SegmentMerger
     from memidex.masking import Masker
+else:
+    from memidex.plain import NamedTuple
+
 
 __all__ = ["INSERT_ANCHOR", "INSERT_EDGE", "INSERT_FILE", "INSERT_FTS", "INSERT_POLICY",
            "INSERT_PROBLEM", "INSERT_RECORD", "INSERT_VERSION", "STAGE_ANCHOR", "Batch",

@@ -25,7 +25,7 @@ import hashlib
 import json
 import os
 import re
-from functools import cache
+from functools import cache, cached_property
 from typing import Any
 
 from memidex.records.ids import ANCHOR_RE, ID_RE, PRODUCT_RE, anchor_slug, scope_json
@@ -115,14 +115,33 @@ _LONG_TOKEN = r"(?<![^,\[\]{}\n])[^,\[\]{}\n]{1000}"
 
 
 class _Patterns:
-    """The expressions, compiled on first use (~10 ms: not on a refresh's path)."""
+    """The expressions, each compiled on its first use (~7 ms together): a refresh of
+    one changed record compiles the front matter's (~4 ms) and only what that record
+    needs (its history's, its scope's, a quoted anchor's)."""
 
-    def __init__(self) -> None:
-        self.front = re.compile(_FRONT)
-        self.history_item = re.compile(_HISTORY_ITEM)
-        self.value = re.compile(_V)
-        self.scope = re.compile(_SCOPE)
-        self.long_token = re.compile(_LONG_TOKEN)
+    @cached_property
+    def front(self) -> re.Pattern[str]:
+        return re.compile(_FRONT)
+
+    @cached_property
+    def history_item(self) -> re.Pattern[str]:
+        return re.compile(_HISTORY_ITEM)
+
+    @cached_property
+    def value(self) -> re.Pattern[str]:
+        return re.compile(_V)
+
+    @cached_property
+    def scope(self) -> re.Pattern[str]:
+        return re.compile(_SCOPE)
+
+    @cached_property
+    def long_token(self) -> re.Pattern[str]:
+        return re.compile(_LONG_TOKEN)
+
+    def all(self) -> tuple[re.Pattern[str], ...]:
+        """Every one, compiled (a rebuild's parent, before it forks)."""
+        return self.front, self.history_item, self.value, self.scope, self.long_token
 
 
 @cache
@@ -136,7 +155,7 @@ def prepare() -> None:
     import memidex.records.codec  # noqa: F401 - the full path, for the files declined
     import memidex.records.digest  # noqa: F401
 
-    _patterns()
+    _patterns().all()
 
 
 _SERVED = ("active", "candidate")

@@ -10,15 +10,19 @@ file without building a record, and takes the full path for any other.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memidex.errors import RecordError
 from memidex.masking import Masker
 from memidex.records.ids import scope_json
 from memidex.store.files import FileStat, LoadedRecord, Store
 
+TYPE_CHECKING = False  # not typing's: the first search after an edit imports no typing
 if TYPE_CHECKING:
+    from typing import Any, NamedTuple
+
     from memidex.records.model import Record
+else:
+    from memidex.plain import NamedTuple
 
 __all__ = ["FileRows", "file_rows", "history_rows", "masker_of", "record_row", "rows_of",
            "unreadable"]
