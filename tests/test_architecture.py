@@ -369,7 +369,9 @@ def test_the_first_search_after_an_edit_reads_it_without_the_record_model(repo: 
     path.write_text(path.read_text(encoding="utf-8").replace(
         "Place order is disabled", "Place order is greyed out"), encoding="utf-8")
     heavy = ("memidex.records.model", "memidex.records.codec", "memidex.records.yamlfast",
-             "yaml", "dataclasses", "memidex.index.build")
+             "yaml", "dataclasses", "memidex.index.build",
+             # nor typing (~2 ms), nor the rebuild's segment merger (threading, queue)
+             "typing", "threading")
     code = ("import sys, runpy; sys.argv = ['memidex', '--root', sys.argv[1], 'knowledge', "
             "'search', 'greyed', '--json']\n"
             "try:\n    runpy.run_module('memidex', run_name='__main__')\n"

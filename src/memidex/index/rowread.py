@@ -26,17 +26,20 @@ import json
 import os
 import re
 from functools import cache, cached_property
-from typing import Any
 
 from memidex.records.ids import ANCHOR_RE, ID_RE, PRODUCT_RE, anchor_slug, scope_json
 from memidex.records.vocab import MAX_ORDINAL
 from memidex.store.files import check_rel
 
-__all__ = ["CanonicalRows", "FileReader", "canonical_rows", "prepare"]
+__all__ = ["FileReader", "canonical_rows", "prepare"]  # (and the type CanonicalRows)
 
-CanonicalRows = tuple[tuple[Any, ...], tuple[tuple[Any, ...], ...],
-                      tuple[tuple[str, int], ...], tuple[tuple[str, str, str], ...]]
-"""(record row, history_versions rows, anchors, edges) as ``FileRows`` holds them."""
+TYPE_CHECKING = False  # not typing's: the first search after an edit imports no typing
+if TYPE_CHECKING:
+    from typing import Any
+
+    CanonicalRows = tuple[tuple[Any, ...], tuple[tuple[Any, ...], ...],
+                          tuple[tuple[str, int], ...], tuple[tuple[str, str, str], ...]]
+    """(record row, history_versions rows, anchors, edges) as ``FileRows`` holds them."""
 
 # A plain token YAML reads as the string itself: the simple tokens of the fast reader
 # (``yamlfast._SIMPLE_TOKEN``), not starting with what YAML may read as a number, a date or
