@@ -625,10 +625,20 @@ def main(argv: list[str] | None = None) -> int:
         doctored.target = "<= 2 x a CLI search (paired)"
         doctored.ok = quantile(doctor_pairs, 0.5) <= 2.0
         emit(doctored)
-        helps = repeat_timed(lambda i: [exe, "--help"], args.cli_repeat)
-        emit(timed_figure("memidex --help", helps, "s", baseline_name="python start",
-                          baseline=quantile(py_start, 0.5),
-                          target=("<= 8 x python start", 8 * quantile(py_start, 0.5))))
+        # each --help right after a Python start, the target judged on those pairs
+        helps, help_pairs = [], []
+        for _ in range(args.cli_repeat):
+            started, _out = run_timed([py, "-c", "pass"])
+            secs, _out = run_timed([exe, "--help"])
+            helps.append(secs)
+            help_pairs.append(secs / started)
+        helped = timed_figure("memidex --help", helps, "s", baseline_name="python start",
+                              baseline=quantile(py_start, 0.5),
+                              note=f"paired ratios {min(help_pairs):.2f}-"
+                              f"{max(help_pairs):.2f}")
+        helped.ratio = quantile(help_pairs, 0.5)
+        helped.target, helped.ok = "<= 8 x python start (paired)", helped.ratio <= 8.0
+        emit(helped)
 
         # --- the merge driver and knowledge review (docs/review.md) --------------------
         note(f"merge driver on one record x{args.cli_repeat}")
