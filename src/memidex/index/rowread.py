@@ -28,6 +28,7 @@ import re
 from functools import cache, cached_property
 
 from memidex.records.ids import ANCHOR_RE, ID_RE, PRODUCT_RE, anchor_slug, scope_json
+from memidex.records.layout import canonical_parts
 from memidex.records.vocab import MAX_ORDINAL
 from memidex.store.files import check_rel
 
@@ -339,19 +340,10 @@ def _history(group: str, head: tuple[str, str, str, str, str], start: int,
 
 def canonical_rows(text: str, relpath: str) -> CanonicalRows | None:
     """The rows of a valid canonical record file's ``text``, or None (the full path's)."""
-    if not text.startswith("---\n"):
+    parts = canonical_parts(text)
+    if parts is None:
         return None
-    end = text.find("\n---\n", 3)
-    if end < 0:
-        return None
-    front = text[4 : end + 1]
-    if "#" in front:  # comments out first, exactly as the fast YAML reader takes them out
-        from memidex.records.yamlfast import _without_comments
-
-        stripped = _without_comments(front)
-        if stripped is None:
-            return None
-        front = stripped
+    front, body = parts
     p = _patterns()
     m = p.front.fullmatch(front)
     if m is None or p.long_token.search(front):
@@ -359,9 +351,6 @@ def canonical_rows(text: str, relpath: str) -> CanonicalRows | None:
     (rid, kind, status, previous, product, scope_text, anchor_t, anchors_t, title_t, source,
      conf, contra, last_s, start_s, until_s, sup_t, by_s, cites_t, against_t, total, evidence,
      history_t) = m.groups()  # one call, not 22 (the groups of _FRONT, in order)
-    body = text[end + 5 :].strip("\n").rstrip()
-    if "\x00" in body:
-        return None
     anchor, title = _text(anchor_t), _text(title_t)
     if not title or "\n" in title or not _anchor_ok(anchor):
         return None

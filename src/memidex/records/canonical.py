@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from memidex.records.ids import ANCHOR_RE, ID_RE, PRODUCT_RE
+from memidex.records.layout import canonical_parts
 from memidex.records.loadback import cached_record_id
 from memidex.records.model import (
     KINDS,
@@ -54,7 +55,6 @@ from memidex.records.yamlfast import (
     _line,
     _plain_json,
     _strict_loads,
-    _without_comments,
     is_plain_str,
 )
 
@@ -203,22 +203,10 @@ def _anchor_ok(value: Any) -> bool:
 def read_canonical(text: str) -> Record | None:
     """``parse_record(text, path)`` for a canonical file (see the module doc); None for
     any other text, or one the full path would refuse."""
-    if not text.startswith("---\n"):
+    parts = canonical_parts(text)
+    if parts is None:
         return None
-    end = text.find("\n---\n", 3)
-    if end < 0:
-        return None
-    front = text[4 : end + 1]
-    if "\r" in front:
-        return None  # CRLF, or a lone CR: the full path's
-    if "#" in front:  # comments out first, exactly as the fast reader takes them out
-        stripped = _without_comments(front)
-        if stripped is None:
-            return None
-        front = stripped
-    body = text[end + 5 :].strip("\n").rstrip()
-    if "\x00" in body:
-        return None
+    front, body = parts
     try:
         return _read(front.split("\n"), body)
     except (_Decline, IndexError):  # (IndexError: never, lines[n] is "" — but declined)
