@@ -4,6 +4,7 @@ text it accepts it gives tomllib's table, and it declines (None) the rest."""
 from __future__ import annotations
 
 import tomllib
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -112,3 +113,18 @@ def test_the_reader_compiles_nothing_and_imports_nothing() -> None:
     imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert imported == {"__future__"}
+
+
+def test_a_configuration_nested_too_deep_is_one_error_not_a_traceback(tmp_path: Path) -> None:
+    """tomllib recurses once per nested array: 5,000 deep exhausts Python's stack. The
+    file is refused as any bad TOML is (ConfigError: one `error:` line, exit 4), and the
+    CLI's first look at it (store.peek) answers "not TOML" instead of raising."""
+    from memidex.config import load_config
+    from memidex.errors import ConfigError
+    from memidex.store.peek import config_keys
+
+    (tmp_path / "memidex.toml").write_text(
+        'product = "shop"\nx = ' + "[" * 5000 + "]" * 5000 + "\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="nested too deeply"):
+        load_config(tmp_path)
+    assert config_keys(str(tmp_path), ("product",)) is None

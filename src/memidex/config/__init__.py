@@ -321,6 +321,8 @@ def _toml(text: str, config_file: Path) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{config_file}: {exc}") from None
+    except RecursionError:  # tomllib recurses once per nested array or table
+        raise ConfigError(f"{config_file}: nested too deeply to be read") from None
 
 
 def _key_line(text: str, key: str) -> int:

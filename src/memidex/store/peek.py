@@ -61,6 +61,6 @@ def config_keys(root: str, keys: tuple[str, ...]) -> dict[str, object] | None:
 
         try:
             table = tomllib.loads(text)
-        except tomllib.TOMLDecodeError:
+        except (tomllib.TOMLDecodeError, RecursionError):  # (nested too deeply)
             return None
     return {k: table[k] for k in keys if k in table}
