@@ -174,7 +174,7 @@ _NOISE = st.one_of(st.sampled_from(list(" :,-#\"'[]{}\n\\\t?!&*|>%@`~=.0123")),
                    st.sampled_from(YAML_SPECIALS))
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(plain_records(), st.data())
 def test_a_mutated_file_gives_the_full_paths_rows_or_is_declined(r: Record,
                                                                  data: st.DataObject) -> None:
