@@ -71,3 +71,38 @@ def test_ctrl_c_during_rebuild_index_is_exit_130_and_one_line(corpus: Path) -> N
     assert not list(index.parent.glob(".memidex.sqlite.build-*"))  # nothing left behind
     doctor = run_cli(corpus, "doctor", "--json")
     assert doctor.returncode == 0 and '"held": false' in doctor.stdout, doctor.stdout
+
+
+def test_a_rebuild_killed_while_its_parsers_write_batches_leaves_nothing_the_next_keeps(
+        corpus: Path) -> None:
+    """SIGKILL to the whole group while the parser processes are handing batches over
+    (their batch files beside the build): the old index survives, and the next rebuild
+    removes every file the killed one left — the build, its FTS file and batch files."""
+    index = corpus / INDEX / "memidex.sqlite"
+    before = index.read_bytes()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMIDEX_")}
+    proc = subprocess.Popen([sys.executable, "-m", "memidex", "--root", str(corpus),
+                             "knowledge", "rebuild-index", "--jobs", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            start_new_session=True)
+    deadline = time.monotonic() + 120
+    seen: list[Path] = []
+    while time.monotonic() < deadline and proc.poll() is None:
+        seen = list(index.parent.glob(".memidex.sqlite.build-*.part-*"))
+        if seen:
+            os.killpg(proc.pid, signal.SIGKILL)
+            break
+        time.sleep(0.001)
+    proc.communicate(timeout=60)
+    assert seen, "no batch file was seen before the rebuild ended"
+    for _ in range(200):  # the parser processes die with their group
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.01)
+    left = list(index.parent.glob(".memidex.sqlite.build-*"))
+    assert left and index.read_bytes() == before
+    rebuilt = run_cli(corpus, "knowledge", "rebuild-index", "--json")
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert not list(index.parent.glob(".memidex.sqlite.build-*"))
