@@ -55,10 +55,11 @@ __all__ = [
 DEFAULT_PRODUCT = "shop-web"
 RECORDS_DIR = "agent-qa-knowledge/memory/records"
 CORPUS_META = ".bench-corpus.json"
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3  # 3: evidence carries check and claim, as learned records do
 CHUNK = 2000
 VOCAB_SIZE = 20000
 ZIPF_S = 1.07
+_CHECKS = ("assert-text", "assert-visible", "assert-enabled", "assert-url", "assert-count")
 
 PRODUCTS: tuple[tuple[str, int], ...] = (
     ("shop-web", 60),
@@ -329,12 +330,15 @@ def new_record(plan: Plan, rng: random.Random, seed: int, n: int) -> Record:
     for _ in range(rng.randint(1, 2)):
         run = rng.randint(max(1, start), start + 90)
         obs = " ".join(words[rng.randint(40, 3000)] for _ in range(rng.randint(1, 4)))
-        evidence.append((
+        item: tuple[tuple[str, object], ...] = (
             ("run", f"r-{run:04d}"),
             ("test", tests[0] if tests else _slug_words(rng, words, 2)),
             ("step", rng.randint(1, 30)),
             ("observed", obs.capitalize() + (" (disabled)" if rng.random() < 0.2 else "")),
-        ))
+        )
+        if rng.random() < 0.75:  # as the curator writes a learned record's evidence
+            item += (("check", rng.choice(_CHECKS)), ("claim", f"{rng.getrandbits(48):012x}"))
+        evidence.append(item)
     evidence.sort(key=lambda e: str(e[0][1]))
     return Record(
         id=plan.id,
