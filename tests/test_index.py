@@ -56,6 +56,40 @@ def test_parallel_rebuild_equals_serial(repo: Path, monkeypatch: object) -> None
     assert index_dump(repo) == serial
 
 
+def test_a_parser_that_cannot_write_its_batch_is_a_full_disk_error_leaving_nothing(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parser processes hand their batches over in files beside the build: one that
+    finds the disk full fails the rebuild with the rebuild's own no-space error (the old
+    index intact, the hint to rebuild again), and no build or batch file is left."""
+    import errno
+
+    import memidex.index.build as build
+    from memidex.errors import NoSpaceError
+
+    for i in range(60):
+        write_record(repo, make_record(anchor=f"el:link:l{i}", title=f"Link {i}"))
+    m = Memidex(repo)
+    m.rebuild_index(jobs=1)
+    index = repo / "agent-qa-knowledge/memory/index/memidex.sqlite"
+    before = index_dump(repo)
+    real_write = os.write
+
+    def full(fd: int, data: bytes) -> int:
+        if os.readlink(f"/proc/self/fd/{fd}").rsplit("/", 1)[-1].find(".part-") > 0:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(build, "PARALLEL_MIN_FILES", 1)
+    monkeypatch.setattr(os, "write", full)  # inherited by the forked parser processes
+    with pytest.raises(NoSpaceError) as caught:
+        m.rebuild_index(jobs=2)
+    monkeypatch.undo()
+    assert "while building the index" in caught.value.message
+    assert "rebuild-index" in (caught.value.hint or "")
+    assert index_dump(repo) == before
+    assert not list(index.parent.glob(".memidex.sqlite.build-*"))
+
+
 def test_bad_file_is_reported_not_fatal_and_never_modified(repo: Path) -> None:
     write_record(repo, make_record())
     bad = repo / "agent-qa-knowledge/memory/records/fact/bad.md"

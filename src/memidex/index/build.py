@@ -351,24 +351,31 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
             merger.abandon()
         conn.close()
         tmp.unlink(missing_ok=True)
-        if isinstance(exc, sqlite3.Error):
-            raise _build_error(exc, target) from None
+        if isinstance(exc, (sqlite3.Error, OSError)) and not isinstance(exc, BrokenPipeError):
+            raise _build_error(exc, target) from None  # (a closed stdout: the CLI's to say)
         raise
     report.seconds = time.perf_counter() - started
     return report
 
 
-def _build_error(exc: sqlite3.Error, target: Path) -> MemidexError:
-    """A SQLite error while building: the disk's fault (full, I/O) or the index's."""
-    from memidex.errors import NoSpaceError, from_sqlite_error
+def _build_error(exc: sqlite3.Error | OSError, target: Path) -> MemidexError:
+    """A SQLite error while building: the disk's fault (full, I/O) or the index's; an
+    ``OSError`` (a parser process writing its batch, the fsync, the swap): the disk's."""
+    from memidex.errors import NoSpaceError, from_os_error, from_sqlite_error
     from memidex.index.db import sqlite_error
 
-    failure = from_sqlite_error(exc, target.parent, what="while building the index")
-    if isinstance(failure, NoSpaceError):
-        return NoSpaceError(failure.message,
-                            hint="free some space, then run `memidex knowledge rebuild-index`"
-                            " again; the old index and the records are intact")
-    return failure or sqlite_error(exc)
+    if isinstance(exc, OSError):
+        plain = from_os_error(exc)
+        if not isinstance(plain, NoSpaceError):
+            return plain
+        message = f"no space left on the device while building the index in {target.parent}"
+    else:
+        failure = from_sqlite_error(exc, target.parent, what="while building the index")
+        if not isinstance(failure, NoSpaceError):
+            return failure or sqlite_error(exc)
+        message = failure.message
+    return NoSpaceError(message, hint="free some space, then run `memidex knowledge"
+                        " rebuild-index` again; the old index and the records are intact")
 
 
 def upgrade(store: Store, target: Path, pending: Sequence[str], *,
