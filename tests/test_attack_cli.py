@@ -39,14 +39,19 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def test_ctrl_c_during_rebuild_index_is_exit_130_and_one_line(corpus: Path) -> None:
-    index = corpus / INDEX / "memidex.sqlite"
-    before = index.read_bytes()
+def _rebuild_in_its_own_group(corpus: Path) -> subprocess.Popen[str]:
+    """A real `rebuild-index --jobs 2` in a process group of its own (its parsers too)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMIDEX_")}
-    proc = subprocess.Popen([sys.executable, "-m", "memidex", "--root", str(corpus),
+    return subprocess.Popen([sys.executable, "-m", "memidex", "--root", str(corpus),
                              "knowledge", "rebuild-index", "--jobs", "2"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env, start_new_session=True)
+
+
+def test_ctrl_c_during_rebuild_index_is_exit_130_and_one_line(corpus: Path) -> None:
+    index = corpus / INDEX / "memidex.sqlite"
+    before = index.read_bytes()
+    proc = _rebuild_in_its_own_group(corpus)
     # Event-based: wait until the new build file is being filled (the parser processes
     # are at work), then Ctrl-C the whole group.
     deadline = time.monotonic() + 120
@@ -80,11 +85,7 @@ def test_a_rebuild_killed_while_its_parsers_write_batches_leaves_nothing_the_nex
     removes every file the killed one left — the build, its FTS file and batch files."""
     index = corpus / INDEX / "memidex.sqlite"
     before = index.read_bytes()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMIDEX_")}
-    proc = subprocess.Popen([sys.executable, "-m", "memidex", "--root", str(corpus),
-                             "knowledge", "rebuild-index", "--jobs", "2"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                            start_new_session=True)
+    proc = _rebuild_in_its_own_group(corpus)
     deadline = time.monotonic() + 120
     seen: list[Path] = []
     while time.monotonic() < deadline and proc.poll() is None:
