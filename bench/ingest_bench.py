@@ -177,34 +177,46 @@ def ingest_figures(exe: str, tmp: Path, corpus: Path | None, repeat: int = 3,
             times[key].append(secs)
             paired[key].append(secs / ((before + after) / 2))
 
-    before = raw()
-    for k in range(repeat):
-        root = tmp / f"empty-{k}"
-        _init(root, exe)
-        pair = {"add_empty": _run([exe, "--root", str(root), "runs", "ingest", str(first)],
-                                  root, cpu="add_empty"),
-                "confirm_empty": _run([exe, "--root", str(root), "runs", "ingest",
-                                       str(second)], root, cpu="confirm_empty")}
-        after = raw()
-        keep(pair, before, after)
-        before = after
-        if corpus is not None:  # beside this repeat's confirm into an empty repository
-            secs = _corpus_case(exe, corpus.resolve(), first, second)
-            times["confirm_corpus"].append(secs)
-            paired["confirm_corpus"].append(secs / pair["confirm_empty"])
-        if daemon:
-            root = tmp / f"daemon-{k}"
+    if corpus is not None:
+        corpus = corpus.resolve()
+        corpus_before, had_state = set(_records(corpus)), (corpus / ".agent-qa").exists()
+    try:
+        before = raw()
+        for k in range(repeat):
+            root = tmp / f"empty-{k}"
             _init(root, exe)
-            served = Daemon(exe, root)
-            try:
-                pair = {key: _run([exe, "--root", str(root), "runs", "ingest", str(run)],
-                                  root, warm="require", cpu=key, daemon=served.proc)
-                        for key, run in (("add_daemon", first), ("confirm_daemon", second))}
-            finally:
-                served.stop()
+            pair = {"add_empty": _run([exe, "--root", str(root), "runs", "ingest", str(first)],
+                                      root, cpu="add_empty"),
+                    "confirm_empty": _run([exe, "--root", str(root), "runs", "ingest",
+                                           str(second)], root, cpu="confirm_empty")}
             after = raw()
             keep(pair, before, after)
             before = after
+            if corpus is not None:  # beside this repeat's confirm into an empty repository
+                runs = []
+                for name in ("a", "b"):
+                    runs.append(tmp / f"corpus-{k}-{name}.json")
+                    runs[-1].write_text(json.dumps(make_run(
+                        f"bench-{name}-{k}", product=f"bench-shop-{k}")), encoding="utf-8")
+                secs = _corpus_case(exe, corpus, runs[0], runs[1])
+                times["confirm_corpus"].append(secs)
+                paired["confirm_corpus"].append(secs / pair["confirm_empty"])
+            if daemon:
+                root = tmp / f"daemon-{k}"
+                _init(root, exe)
+                served = Daemon(exe, root)
+                try:
+                    pair = {key: _run([exe, "--root", str(root), "runs", "ingest", str(run)],
+                                      root, warm="require", cpu=key, daemon=served.proc)
+                            for key, run in (("add_daemon", first), ("confirm_daemon", second))}
+                finally:
+                    served.stop()
+                after = raw()
+                keep(pair, before, after)
+                before = after
+    finally:
+        if corpus is not None:
+            _corpus_restore(corpus, corpus_before, had_state)
     out: dict[str, Any] = {"records_written": len(files),
                            **{key: sorted(v) for key, v in times.items()},
                            "paired": {key: sorted(v) for key, v in paired.items()}}
@@ -243,28 +255,31 @@ class Daemon:
 
 
 def _corpus_case(exe: str, corpus: Path, first: Path, second: Path) -> float:
-    """The confirm run into the corpus; everything the two ingests made is removed after."""
-    before = {p for p in _records(corpus)}
+    """The confirm run into the corpus (after the adds of ``first``). Each repeat's runs
+    are of a product of their own, so their records are new files and nothing is deleted
+    between repeats (:func:`_corpus_restore` removes them all at the end): on ext4 a file
+    created soon after many were deleted costs several times more."""
+    subprocess.run([exe, "--root", str(corpus), "runs", "ingest", str(first)],
+                   check=True, capture_output=True)
+    return _run([exe, "--root", str(corpus), "runs", "ingest", str(second)], corpus,
+                cpu="confirm_corpus")
+
+
+def _corpus_restore(corpus: Path, before: set[Path], had_state: bool) -> None:
+    """Everything the corpus ingests made, removed."""
     state = corpus / ".agent-qa"
-    had_state = state.exists()
-    try:
-        subprocess.run([exe, "--root", str(corpus), "runs", "ingest", str(first)],
-                       check=True, capture_output=True)
-        return _run([exe, "--root", str(corpus), "runs", "ingest", str(second)], corpus,
-                    cpu="confirm_corpus")
-    finally:
-        for p in _records(corpus):
-            if p not in before:
-                p.unlink()
-        for sub in ("runs", "build-ordinals.json"):
-            target = state / sub
-            if target.is_dir():
-                shutil.rmtree(target, ignore_errors=True)
-            elif target.exists():
-                target.unlink()
-        if not had_state:
-            shutil.rmtree(state, ignore_errors=True)
-        shutil.rmtree(corpus / "agent-qa-knowledge/memory/queue", ignore_errors=True)
+    for p in _records(corpus):
+        if p not in before:
+            p.unlink()
+    for sub in ("runs", "build-ordinals.json"):
+        target = state / sub
+        if target.is_dir():
+            shutil.rmtree(target, ignore_errors=True)
+        elif target.exists():
+            target.unlink()
+    if not had_state:
+        shutil.rmtree(state, ignore_errors=True)
+    shutil.rmtree(corpus / "agent-qa-knowledge/memory/queue", ignore_errors=True)
 
 
 def main() -> int:
