@@ -245,7 +245,8 @@ def main() -> int:
 
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--corpus", type=Path, required=True)
-    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--seed", type=int, default=None,
+                   help="the corpus's generator seed (default: the one it was made with)")
     p.add_argument("--cli-repeat", type=int, default=10)
     args = p.parse_args()
     import brief_bench
@@ -254,8 +255,9 @@ def main() -> int:
     corpus = args.corpus.resolve()
     exe = run.memidex_exe()
     meta = json.loads((corpus / gen_corpus.CORPUS_META).read_text())
-    tests = brief_bench._setup(corpus, int(meta["n"]), args.seed, 20, prefix="warm-test")
-    queries = gen_corpus.make_queries(args.seed, args.cli_repeat)
+    seed = int(meta.get("seed", 7)) if args.seed is None else args.seed  # its anchor pool
+    tests = brief_bench._setup(corpus, int(meta["n"]), seed, 20, prefix="warm-test")
+    queries = gen_corpus.make_queries(seed, args.cli_repeat)
     with __import__("tempfile").TemporaryDirectory() as tmp:
         db = str(Path(tmp) / "raw.sqlite")
         raw_limit.raw_1proc(str(corpus), db)
