@@ -15,7 +15,7 @@ import functools
 import os
 import sqlite3
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -33,8 +33,20 @@ if TYPE_CHECKING:
     from typing import Any, ParamSpec, TypeVar
 
 __all__ = ["IndexDB", "IndexOutdated", "IndexSwapped", "apply_migrations", "create_schema",
-           "file_digest", "sqlite_error", "team_aware", "translated", "translating",
+           "file_digest", "in_chunks", "sqlite_error", "team_aware", "translated", "translating",
            "write_meta", "xor_hex"]
+
+IN_CHUNK = 500
+"""Values bound to one ``IN (...)`` list: under SQLite's limit of 999 parameters before
+3.32, and a handful of statements for thousands."""
+
+
+def in_chunks(items: Sequence[Any], size: int = IN_CHUNK
+              ) -> Iterator[tuple[Sequence[Any], str]]:
+    """``items`` in runs of at most ``size``, each with its ``?,?,...`` marks."""
+    for start in range(0, len(items), size):
+        chunk = items[start:start + size]
+        yield chunk, ",".join("?" * len(chunk))
 
 BUSY_TIMEOUT_MS = 3000
 

@@ -30,7 +30,14 @@ from collections.abc import Set as AbstractSet
 
 from memidex.errors import Problem
 from memidex.index import staleness
-from memidex.index.db import IndexDB, file_digest, translating, write_meta, xor_hex
+from memidex.index.db import (
+    IndexDB,
+    file_digest,
+    in_chunks,
+    translating,
+    write_meta,
+    xor_hex,
+)
 from memidex.index.staleness import RACY_NS, Snapshot, suspects
 from memidex.plain import Plain
 from memidex.store import visibility
@@ -79,22 +86,10 @@ def _stored_files(conn: sqlite3.Connection, prefix: str | None = None) -> Stored
     return {row[0]: (row[1], row[2], row[3], row[4], row[5]) for row in rows}
 
 
-_CHUNK = 500
-"""Paths (or rowids) bound to one ``IN (...)`` statement: under SQLite's limit of 999
-parameters before 3.32, and a handful of statements for a change set of thousands."""
-
-
-def _chunks(items: Sequence[Any]) -> Iterator[tuple[Sequence[Any], str]]:
-    """``items`` in runs of at most :data:`_CHUNK`, each with its ``?,?,...`` marks."""
-    for start in range(0, len(items), _CHUNK):
-        chunk = items[start:start + _CHUNK]
-        yield chunk, ",".join("?" * len(chunk))
-
-
 def _stored_of(conn: sqlite3.Connection, paths: Sequence[str]) -> Stored:
     """The stored file rows of ``paths`` (those the index has), a statement a chunk."""
     out: Stored = {}
-    for chunk, marks in _chunks(paths):
+    for chunk, marks in in_chunks(paths):
         for row in conn.execute(f"{_FILE_COLS} WHERE path IN ({marks})", chunk):
             out[row[0]] = (row[1], row[2], row[3], row[4], row[5])
     return out
@@ -310,7 +305,7 @@ def _delete_paths(conn: sqlite3.Connection, paths: Sequence[str],
     rowids: list[int] = []
     had: list[str] = []  # the paths with a file row (only they can have policy rows)
     path_of: dict[int, str] = {}
-    for chunk, marks in _chunks(paths):
+    for chunk, marks in in_chunks(paths):
         for path, sha, rowid in conn.execute(
                 f"SELECT path, sha256, record_rowid FROM files WHERE path IN ({marks})", chunk):
             had.append(path)
@@ -320,7 +315,7 @@ def _delete_paths(conn: sqlite3.Connection, paths: Sequence[str],
                 path_of[rowid] = path
     if found is not None:
         found.update(had)
-    for chunk, marks in _chunks(rowids):
+    for chunk, marks in in_chunks(rowids):
         recs = conn.execute(f"SELECT rowid, title, body, anchors FROM records WHERE rowid IN"
                             f" ({marks})", chunk).fetchall()
         if not recs:
@@ -344,10 +339,10 @@ def _delete_paths(conn: sqlite3.Connection, paths: Sequence[str],
         conn.execute(f"DELETE FROM edges WHERE record_rowid IN ({marks})", present)
         conn.execute(f"DELETE FROM history_versions WHERE record_rowid IN ({marks})", present)
         conn.execute(f"DELETE FROM records WHERE rowid IN ({marks})", present)
-    for chunk, marks in _chunks(had):
+    for chunk, marks in in_chunks(had):
         conn.execute(f"DELETE FROM policies WHERE path IN ({marks})", chunk)
         conn.execute(f"DELETE FROM files WHERE path IN ({marks})", chunk)
-    for chunk, marks in _chunks(paths):  # a file the index never had may have problems
+    for chunk, marks in in_chunks(paths):  # a file the index never had may have problems
         conn.execute(f"DELETE FROM problems WHERE path IN ({marks})", chunk)
     return fp
 

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from memidex.errors import IndexUnavailableError
-from memidex.index.db import IndexDB, translating
+from memidex.index.db import IndexDB, in_chunks, translating
 from memidex.index.query import CAP, COMMON_SHARE, _filters, _matched_terms, _snippets
 from memidex.search.ranking import SearchHit, SearchQuery, fts_expression, query_terms
 
@@ -39,17 +39,12 @@ __all__ = ["POOL", "model_search", "sparse_search"]
 
 POOL = 2000
 """At most this many records holding a query word are scored exactly (sparse)."""
-_CHUNK = 900
-
-
 def _in_chunks(conn: sqlite3.Connection, sql: str, ids: Sequence[int],
                params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
     """``sql`` with ``{marks}`` for an IN list, over ``ids`` in chunks; params after."""
     out: list[tuple[Any, ...]] = []
-    for i in range(0, len(ids), _CHUNK):
-        part = list(ids[i:i + _CHUNK])
-        out += conn.execute(sql.format(marks=",".join("?" * len(part))),
-                            [*part, *params]).fetchall()
+    for part, marks in in_chunks(ids):
+        out += conn.execute(sql.format(marks=marks), [*part, *params]).fetchall()
     return out
 
 

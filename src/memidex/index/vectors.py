@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memidex.index.db import IndexDB, translating
+from memidex.index.db import IndexDB, in_chunks, translating
 
 if TYPE_CHECKING:
     import numpy as np
@@ -40,7 +40,6 @@ CACHE_NAME = "vectors-cache.sqlite"
 GENERATION_KEY = "vectors_generation"
 """``meta``'s counter of changes to ``vectors``: a process that keeps the vectors in
 memory (a server) reloads them when it moves."""
-_CHUNK = 500  # keys per IN (...) lookup
 
 
 def side_cache_path(index_path: Path) -> Path:
@@ -93,9 +92,7 @@ class SideCache:
         if self.conn is None:
             return out
         try:
-            for i in range(0, len(keys), _CHUNK):
-                part = keys[i:i + _CHUNK]
-                marks = ",".join("?" * len(part))
+            for part, marks in in_chunks(keys):
                 out.update(self.conn.execute(
                     f"SELECT content_key, vector FROM cache WHERE content_key IN ({marks})",
                     part).fetchall())
