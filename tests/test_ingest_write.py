@@ -22,7 +22,7 @@ from memidex.errors import ConflictError, UnsafePathError
 from memidex.index import refresh as refresh_mod
 from memidex.index.batches import changed_rows
 from memidex.index.build import rebuild
-from memidex.index.db import IndexDB
+from memidex.index.db import IN_CHUNK, IndexDB
 from memidex.index.refresh import refresh
 from memidex.index.rows import masker_of, rows_of
 from memidex.records import codec
@@ -34,7 +34,7 @@ from memidex.write.journal import Journal, Owner
 from memidex.write.writer import Write, writer_session
 
 RECORDS = "agent-qa-knowledge/memory/records"
-MANY = refresh_mod._CHUNK + 37  # more paths than one statement binds
+MANY = IN_CHUNK + 37  # more paths than one statement binds
 
 
 def _rebuilt(m: Memidex, tmp: Path) -> dict[str, object]:

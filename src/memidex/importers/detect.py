@@ -41,9 +41,9 @@ def check_size(path: Path, max_bytes: int = MAX_REPORT_BYTES) -> None:
         return  # the reading says why
     if size >= max_bytes:
         raise _error(f"{path}: the report is {size:,} bytes; the limit is "
-                          f"{max_bytes:,} bytes",
-                          hint="split the run (e.g. Playwright's --shard) and import each "
-                          "part, or leave inline attachments out of the JSON reporter")
+                     f"{max_bytes:,} bytes",
+                     hint="split the run (e.g. Playwright's --shard) and import each "
+                     "part, or leave inline attachments out of the JSON reporter")
 
 FORMATS = ("auto", "playwright", "junit", "ctrf")
 """What ``--format`` takes for a runner's report."""
@@ -199,11 +199,11 @@ def _probe(r: _Bytes) -> str:
         return "junit"
     if c == b"[":
         raise _error(f"{source}: a JSON list, not a report (a Playwright report is an "
-                          f"object with `suites`, a CTRF report one with `results`) nor run "
-                          f"evidence (an object with `run_id`)")
+                     f"object with `suites`, a CTRF report one with `results`) nor run "
+                     f"evidence (an object with `run_id`)")
     if c != b"{":
         raise _error(f"{source}: neither JSON nor XML: not a Playwright JSON, JUnit "
-                          f"XML or CTRF report, nor run evidence")
+                     f"XML or CTRF report, nor run evidence")
     r.pos += 1
     seen: set[str] = set()
     if r.peek() == b"}":
@@ -241,5 +241,5 @@ def _probe(r: _Bytes) -> str:
     if seen & _EVIDENCE_KEYS:
         return "evidence"
     raise _error(f"{source}: a JSON object, but not a Playwright JSON report (it has "
-                      f"no `suites`), a CTRF report (no `results`) or run evidence (no "
-                      f"`run_id`)")
+                 f"no `suites`), a CTRF report (no `results`) or run evidence (no "
+                 f"`run_id`)")

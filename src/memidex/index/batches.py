@@ -116,7 +116,7 @@ def changed_rows(store: Store, fs: FileStat, masker: Masker,
         except UnicodeDecodeError:
             rows = None
     if rows is None:
-        return rows_of(fs.relpath, data, mtime_ns, ino, masker)
+        return rows_of(fs.relpath, data, mtime_ns, ino, masker, sha)
     record, vrows, arows, erows = rows
     frow = (fs.relpath, "record", len(data), mtime_ns, ino, sha)
     return FileRows(frow, record, tuple(vrows), tuple(arows), tuple(erows), ())
@@ -185,7 +185,7 @@ def parse_files(store: Store, files: Sequence[FileStat], start: int, end: int) -
                     pass
             if rows is None:
                 fingerprint ^= _add(out, rows_of(relpath, data, st.st_mtime_ns, st.st_ino,
-                                                 masker), rowid)
+                                                 masker, sha), rowid)
                 continue
             record, vrows, arows, erows = rows
             frows.append((relpath, "record", len(data), st.st_mtime_ns, st.st_ino, sha, rowid))

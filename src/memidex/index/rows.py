@@ -97,13 +97,17 @@ def file_rows(store: Store, fs: FileStat) -> FileRows:
     return rows_of(fs.relpath, data, st.mtime_ns, st.ino, masker_of(store))
 
 
-def rows_of(relpath: str, data: bytes, mtime_ns: int, ino: int, masker: Masker) -> FileRows:
+def rows_of(relpath: str, data: bytes, mtime_ns: int, ino: int, masker: Masker,
+            sha: str | None = None) -> FileRows:
     """The rows of the file at ``relpath`` whose bytes are ``data`` by the full path (a
-    rebuild offers a file to the canonical row reader first: ``memidex.index.build``)."""
+    rebuild offers a file to the canonical row reader first: ``memidex.index.build``).
+    ``sha``: the bytes' content hash, when the caller computed it."""
     from memidex.records.codec import parse_record_bytes, recall
-    from memidex.records.digest import content_hash
 
-    sha = content_hash(data)
+    if sha is None:
+        from memidex.records.digest import content_hash
+
+        sha = content_hash(data)
     frow = (relpath, "record", len(data), mtime_ns, ino, sha)
     record = recall(sha)  # written by this process a moment ago: no need to parse it
     if record is None:

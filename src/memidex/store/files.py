@@ -117,6 +117,16 @@ def read_file(path: str | Path) -> bytes:
 _READ_SIZE = 1 << 16
 
 
+def _record_name(kind: str, record_id: str) -> str:
+    """``<kind>/<id>.md`` within the records folder; refuses an unknown kind or anything
+    but a record id (so neither can hold a ``/`` or leave the folder)."""
+    if kind not in KINDS:
+        raise UnsafePathError(f"unknown record kind {kind!r}")
+    if not ID_RE.fullmatch(record_id):
+        raise UnsafePathError(f"{record_id!r} is not a record id")
+    return f"{kind}/{record_id}.md"
+
+
 def check_rel(relpath: str) -> str:
     """The one path-escape check: ``relpath`` must be relative and free of ``..`` parts
     (and NUL). Returns it unchanged, or raises :class:`UnsafePathError`."""
@@ -166,11 +176,7 @@ class Store:
     def record_rel(self, kind: str, record_id: str) -> str:
         """``self.rel(self.record_path(kind, record_id))``, refusing the same, built as a
         string (the writer's hot path)."""
-        if kind not in KINDS:
-            raise UnsafePathError(f"unknown record kind {kind!r}")
-        if not ID_RE.fullmatch(record_id):
-            raise UnsafePathError(f"{record_id!r} is not a record id")
-        return f"{self.records_rel}/{kind}/{record_id}.md"
+        return f"{self.records_rel}/{_record_name(kind, record_id)}"
 
     def abs_of(self, relpath: str) -> str:
         """:meth:`abspath` as a string (no pathlib), refusing the same escapes."""
@@ -178,11 +184,7 @@ class Store:
 
     def record_path(self, kind: str, record_id: str) -> Path:
         """``records/<kind>/<id>.md``; refuses anything that could leave the folder."""
-        if kind not in KINDS:
-            raise UnsafePathError(f"unknown record kind {kind!r}")
-        if not ID_RE.fullmatch(record_id):
-            raise UnsafePathError(f"{record_id!r} is not a record id")
-        return self.records_dir / f"{kind}/{record_id}.md"  # (one join: neither has a "/")
+        return self.records_dir / _record_name(kind, record_id)  # (one join)
 
     def abspath(self, relpath: str) -> Path:
         """A stored root-relative path back to a file, refusing escapes."""
