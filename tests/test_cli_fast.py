@@ -83,7 +83,7 @@ def _argv(draw: st.DrawFn) -> list[str]:
     return [*draw(_PREFIX), *command, *sum(tokens, [])]
 
 
-@settings(max_examples=600, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(argv=_argv())
 def test_fast_path_parses_as_typer_does_or_declines(
         argv: list[str], monkeypatch: pytest.MonkeyPatch,

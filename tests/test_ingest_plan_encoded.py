@@ -39,7 +39,7 @@ def holds(r: Record) -> None:
     assert parse_record(text, r.relpath) == r
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(records())
 def test_a_valid_normalised_record_is_its_own_answer(record: Record) -> None:
     assert loads_back(record)
@@ -100,7 +100,7 @@ def _changes(r: Record, text: str) -> list[dict[str, Any]]:
     ]
 
 
-@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=250, suppress_health_check=[HealthCheck.too_slow])
 @given(records(), tricky_text(), st.data())
 def test_a_broken_or_unnormalised_record_is_never_its_own_answer_wrongly(
         record: Record, text: str, data: st.DataObject) -> None:
@@ -137,7 +137,7 @@ def reference_dump(r: Record) -> str:
     return "\n".join(lines) + "\n" + (body + "\n" if body else "")
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(records(), tricky_text(), st.data())
 def test_the_record_is_written_as_its_mapping_is(record: Record, text: str,
                                                  data: st.DataObject) -> None:

@@ -65,7 +65,7 @@ def _strings(r: Record) -> list[str]:
     return [x for x in out if x]
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow,
                                                    HealthCheck.function_scoped_fixture])
 @given(records(), st.data())
 def test_a_record_is_masked_as_before(monkeypatch: pytest.MonkeyPatch, record: Record,

@@ -65,7 +65,7 @@ def test_the_file_an_ingest_writes_is_read_straight() -> None:
     assert dump_record(record) == SAMPLE
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(canonical_texts())
 def test_a_canonical_file_reads_as_the_full_path_reads_it(text: str) -> None:
     fast = agrees(text)
@@ -82,7 +82,7 @@ ODD_VALUES = ["null", "~", "", "yes", "no", "true", "1", "-1", "0", "1e3", "0x1f
               "[el:x, el:x]", "[page:/a, 1]", '"\\u0000"', "a\x85b"]
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 @given(canonical_texts(), st.data())
 @example(SAMPLE, None)
 def test_a_damaged_file_is_read_as_the_full_path_reads_it_or_declined(
@@ -143,7 +143,7 @@ def _broken(r: Record, text: str) -> list[dict[str, object]]:
     ]
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(records(), tricky_text(), st.data())
 def test_a_record_the_full_path_refuses_is_declined(record: Record, text: str,
                                                    data: st.DataObject) -> None:

@@ -85,7 +85,7 @@ def _mutations(r: Record, text: str) -> list[dict[str, Any]]:
     ]
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(records(), tricky_text(), st.data())
 def test_any_record_gets_the_round_trips_answer(record: Record, text: str,
                                                 data: st.DataObject) -> None:

@@ -125,7 +125,7 @@ def plain_records(draw: st.DrawFn, *, texty: bool = False) -> Record:
     )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(plain_records())
 def test_plain_canonical_records_take_the_fast_path_with_the_same_rows(r: Record) -> None:
     text = dump_record(r)
@@ -134,7 +134,7 @@ def test_plain_canonical_records_take_the_fast_path_with_the_same_rows(r: Record
     assert got == full_rows(text)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(plain_records(), st.data())
 def test_comments_are_taken_out_as_the_yaml_reader_takes_them_out(r: Record,
                                                                    data: st.DataObject) -> None:
@@ -154,7 +154,7 @@ def test_comments_are_taken_out_as_the_yaml_reader_takes_them_out(r: Record,
         assert got is not None, commented
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(plain_records(texty=True))
 def test_quoted_and_odd_values_give_the_same_rows_or_are_declined(r: Record) -> None:
     text = dump_record(r)
@@ -162,7 +162,7 @@ def test_quoted_and_odd_values_give_the_same_rows_or_are_declined(r: Record) -> 
     assert got is None or got == full_rows(text), text
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(records())
 def test_any_canonical_record_gives_the_same_rows_or_is_declined(r: Record) -> None:
     text = dump_record(r)
@@ -174,7 +174,7 @@ _NOISE = st.one_of(st.sampled_from(list(" :,-#\"'[]{}\n\\\t?!&*|>%@`~=.0123")),
                    st.sampled_from(YAML_SPECIALS))
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=250, deadline=None)
 @given(plain_records(), st.data())
 def test_a_mutated_file_gives_the_full_paths_rows_or_is_declined(r: Record,
                                                                  data: st.DataObject) -> None:

@@ -54,7 +54,7 @@ def _agrees(text: str) -> None:
     assert {type(v) for v in fast.values()} == {type(v) for v in tomllib.loads(text).values()}
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=750, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_line(), max_size=8), st.sampled_from(["\n", "\r\n"]),
        st.booleans())
 def test_the_quick_reader_agrees_with_tomllib(lines: list[str], eol: str,

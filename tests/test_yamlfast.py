@@ -128,7 +128,7 @@ def _raw_flow(value: Any) -> str:
     return str(value)
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(
     st.from_regex(r"[a-z_][a-z0-9_]{0,3}|yes|on|null", fullmatch=True),
     st.one_of(_SIMPLE_VALUES.map(lambda v: ("line", v)),
@@ -191,7 +191,7 @@ def test_whole_document_reader_takes_what_memidex_writes_in_plain_tokens(
         assert same(loaded, data), text
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(front_matter_dicts(), st.booleans(), st.booleans(), st.sampled_from([None, 1, 0]))
 def test_block_style_as_pyyaml_writes_it_reads_as_pyyaml_reads_it(
         data: dict[str, Any], sort_keys: bool, allow_unicode: bool, indent: int | None) -> None:
@@ -439,7 +439,7 @@ def _mutated_agree_or_decline(text: str, draw: st.DataObject,
             assert same(fast, loaded), (reader, names, text)
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(front_matter_dicts(), st.data())
 def test_fast_load_never_disagrees_on_hand_written_variants(
     data: dict[str, Any], draw: st.DataObject
@@ -447,7 +447,7 @@ def test_fast_load_never_disagrees_on_hand_written_variants(
     _mutated_agree_or_decline(front_matter(data), draw, READERS)
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(front_matter_dicts(), st.data())
 def test_block_style_variants_never_disagree(data: dict[str, Any], draw: st.DataObject
                                             ) -> None:
@@ -643,7 +643,7 @@ def _pyyaml_plain_str(s: str) -> bool:
     return bool(tag == "tag:yaml.org,2002:str")
 
 
-@settings(max_examples=3000)
+@settings(max_examples=1500)
 @given(st.one_of(
     st.from_regex(r"[-+0-9.<=~][-+0-9._:eEbBxXoOaAfF<=~ TtZinfINFaNn]{0,24}", fullmatch=True),
     st.from_regex(r"[-+]?[0-9]{1,4}(?:[-:._][0-9]{1,3}){0,4}(?:[Tt ][0-9:. ]{0,12})?"
