@@ -19,6 +19,7 @@ from memidex.index.build import rebuild
 from memidex.index.db import IndexDB
 from memidex.index.refresh import refresh
 from memidex.index.schema import SCHEMA_VERSION
+from memidex.records.codec import dump_record
 from memidex.records.model import HistoryEntry, Relations, Trust, Valid
 from memidex.store.layout import init_repository
 
@@ -238,6 +239,8 @@ op = st.one_of(
     st.tuples(st.just("commit")),
     st.tuples(st.just("restore")),
     st.tuples(st.just("append"), st.integers(0, 5)),
+    st.tuples(st.just("nest"), st.integers(0, 2), st.sampled_from(WORDS)),
+    st.tuples(st.just("stray"), st.integers(0, 2)),
 )
 
 
@@ -292,6 +295,16 @@ def _apply(root: Path, step: tuple[object, ...], paths: dict[int, Path]) -> None
         if subprocess.run(["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=root,
                           capture_output=True, check=False).returncode == 0:
             git(root, "checkout", "-q", "--", ".")
+    elif kind == "nest":  # a record in a sub-folder (a new one, the first time)
+        rec = make_record(anchor=f"el:nested:{step[1]}", title=f"nested {step[2]}",
+                          body=f"nested {step[2]}")
+        folder = records / f"nest-{step[1]}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{rec.id}.md").write_text(dump_record(rec), encoding="utf-8")
+    elif kind == "stray":  # what the scan leaves alone: hidden files, other names
+        records.mkdir(parents=True, exist_ok=True)
+        (records / f".draft-{step[1]}.md").write_text("no front matter\n")
+        (records / f"notes-{step[1]}.txt").write_text("notes\n")
     elif kind == "append":
         p = paths.get(step[1])  # type: ignore[arg-type]
         if p is not None and p.exists():
@@ -452,6 +465,25 @@ def test_git_path_sees_a_file_added_and_a_tracked_file_deleted(repo: Path) -> No
         f.write("Narwhal.\n")
     os.utime(new.parent, (OLD, OLD))
     assert _refresh(repo).changed == [str(new.relative_to(repo))]  # type: ignore[attr-defined]
+
+
+def test_git_path_sees_a_file_in_a_new_sub_folder_and_skips_stray_names(repo: Path) -> None:
+    """A moved folder is listed against the index's paths: a new sub-folder means a look
+    at everything; hidden and non-record names are no suspects."""
+    paths = _git_repo_with_records(repo)
+    folder = paths[0].parent
+    (folder / ".draft.md").write_text("no front matter\n")
+    (folder / "notes.txt").write_text("notes\n")
+    report = _refresh(repo)
+    assert report.method == "git" and report.touched == 0  # type: ignore[attr-defined]
+    _age(repo)
+    nested = folder / "team"
+    nested.mkdir()
+    rec = make_record(anchor="el:nested:one", title="nested one")
+    (nested / f"{rec.id}.md").write_text(dump_record(rec), encoding="utf-8")
+    report = _refresh(repo)
+    assert report.added == [str((nested / f"{rec.id}.md").relative_to(repo))]  # type: ignore[attr-defined]
+    assert [h.title for h in Memidex(repo).search("nested").results] == ["nested one"]
 
 
 def test_a_query_on_a_damaged_fts_index_falls_back_to_the_records(repo: Path) -> None:
