@@ -157,6 +157,8 @@ def ingest_figures(exe: str, tmp: Path, corpus: Path | None, repeat: int = 3,
         times.update(add_daemon=[], confirm_daemon=[])
     if corpus is not None:
         times.update(confirm_corpus=[])
+        if daemon:
+            times.update(confirm_corpus_daemon=[])
     paired: dict[str, list[float]] = {key: [] for key in times if key != "raw"}
     warmup = tmp / "warm-up"  # the record files the raw script writes, and warm caches
     _init(warmup, exe)
@@ -214,6 +216,16 @@ def ingest_figures(exe: str, tmp: Path, corpus: Path | None, repeat: int = 3,
                 after = raw()
                 keep(pair, before, after)
                 before = after
+                if corpus is not None:  # beside the confirm into the empty daemon's
+                    runs = []
+                    for name in ("a", "b"):
+                        runs.append(tmp / f"corpus-daemon-{k}-{name}.json")
+                        runs[-1].write_text(json.dumps(make_run(
+                            f"bench-daemon-{name}-{k}", product=f"bench-shop-daemon-{k}")),
+                            encoding="utf-8")
+                    secs = _corpus_case(exe, corpus, runs[0], runs[1], daemon=True)
+                    times["confirm_corpus_daemon"].append(secs)
+                    paired["confirm_corpus_daemon"].append(secs / pair["confirm_daemon"])
     finally:
         if corpus is not None:
             _corpus_restore(corpus, corpus_before, had_state)
@@ -254,15 +266,26 @@ class Daemon:
             raise SystemExit(f"error: the daemon exited {self.proc.returncode}: {err}")
 
 
-def _corpus_case(exe: str, corpus: Path, first: Path, second: Path) -> float:
-    """The confirm run into the corpus (after the adds of ``first``). Each repeat's runs
-    are of a product of their own, so their records are new files and nothing is deleted
-    between repeats (:func:`_corpus_restore` removes them all at the end): on ext4 a file
-    created soon after many were deleted costs several times more."""
-    subprocess.run([exe, "--root", str(corpus), "runs", "ingest", str(first)],
-                   check=True, capture_output=True)
-    return _run([exe, "--root", str(corpus), "runs", "ingest", str(second)], corpus,
-                cpu="confirm_corpus")
+def _corpus_case(exe: str, corpus: Path, first: Path, second: Path, *,
+                 daemon: bool = False) -> float:
+    """The confirm run into the corpus (after the adds of ``first``), one-shot or
+    (``daemon``) into a ``memidex daemon`` serving the corpus. Each repeat's runs are of a
+    product of their own, so their records are new files and nothing is deleted between
+    repeats (:func:`_corpus_restore` removes them all at the end): on ext4 a file created
+    soon after many were deleted costs several times more."""
+    if not daemon:
+        subprocess.run([exe, "--root", str(corpus), "runs", "ingest", str(first)],
+                       check=True, capture_output=True, env=_env("0"))
+        return _run([exe, "--root", str(corpus), "runs", "ingest", str(second)], corpus,
+                    cpu="confirm_corpus")
+    served = Daemon(exe, corpus)
+    try:
+        _run([exe, "--root", str(corpus), "runs", "ingest", str(first)], corpus,
+             warm="require")
+        return _run([exe, "--root", str(corpus), "runs", "ingest", str(second)], corpus,
+                    warm="require", cpu="confirm_corpus_daemon", daemon=served.proc)
+    finally:
+        served.stop()
 
 
 def _corpus_restore(corpus: Path, before: set[Path], had_state: bool) -> None:
@@ -312,6 +335,12 @@ def main() -> int:
         print(f"ingest confirm_corpus      {med['confirm_corpus']:.3f} s   cpu "
               f"{cpu['confirm_corpus']:.3f} s   ratio {pair[len(pair) // 2]:.2f} x the confirm "
               f"into an empty repository just before it (range {pair[0]:.2f}-{pair[-1]:.2f})")
+    if "confirm_corpus_daemon" in med:
+        pair = figures["paired"]["confirm_corpus_daemon"]
+        print(f"ingest confirm_corpus_daemon {med['confirm_corpus_daemon']:.3f} s   cpu "
+              f"{cpu['confirm_corpus_daemon']:.3f} s   ratio {pair[len(pair) // 2]:.2f} x the "
+              f"confirm into an empty repository's daemon just before it (range "
+              f"{pair[0]:.2f}-{pair[-1]:.2f})")
     return 0
 
 

@@ -753,6 +753,16 @@ def main(argv: list[str] | None = None) -> int:
         into.target, into.ok = "<= 1.2x (paired)", into.ratio <= 1.2
         into.note = f"paired ratios {pairs[0]:.2f}-{pairs[-1]:.2f}"
         emit(into)
+        if "confirm_corpus_daemon" in ing:  # the same, each ingest through a daemon
+            into_d = timed_figure(f"ingest again (confirms), {n_files:,}, daemon",
+                                  ing["confirm_corpus_daemon"], "s",
+                                  baseline_name="the same into an empty repo's daemon",
+                                  baseline=quantile(ing["confirm_daemon"], 0.5))
+            pairs = ing["paired"]["confirm_corpus_daemon"]
+            into_d.ratio = quantile(pairs, 0.5)
+            into_d.target, into_d.ok = "<= 1.2x (paired)", into_d.ratio <= 1.2
+            into_d.note = f"paired ratios {pairs[0]:.2f}-{pairs[-1]:.2f}"
+            emit(into_d)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         if generated and not args.keep:
