@@ -4,6 +4,7 @@ but the call, and the small process handle behaves like the part of Popen it rep
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -188,6 +189,7 @@ _COLLECTOR_AT_EXIT = (
 @pytest.mark.parametrize("argv, paused", [
     (["knowledge", "search", "place order", "--json"], True),
     (["brief", "t-1", "--json", "--no-record"], True),
+    (["runs", "ingest", "RUN", "--json"], True),  # and not resumed when it is done
     (["knowledge", "list", "--json"], False),  # not an early command: the collector runs
 ])
 def test_a_one_shot_reading_command_runs_without_the_collector(
@@ -195,6 +197,13 @@ def test_a_one_shot_reading_command_runs_without_the_collector(
     """Its passes would visit objects that nearly all live to the exit; a command that
     is not one of them (and every long-lived server) keeps the collector on."""
     write_record(repo, make_record(title="Place order is disabled"))
+    run = repo / "run.json"
+    run.write_text(json.dumps({"run_id": "r-1", "product": "shop-web", "tests": [
+        {"test_id": "t-1", "verdict": "pass", "steps": [
+            {"index": 0, "action": "goto", "target": "page:/checkout",
+             "observed": "Checkout", "check": {"kind": "assert-visible", "passed": True}}]}]}),
+        encoding="utf-8")
+    argv = [str(run) if a == "RUN" else a for a in argv]
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMIDEX_")}
     env["MEMIDEX_WARM"] = "0"
     proc = subprocess.run([sys.executable, "-c", _COLLECTOR_AT_EXIT, "--root", str(repo),
