@@ -26,7 +26,7 @@ demo: $(STAMP) bytecode
 
 ## test: lint, type-check and the test suite, with the coverage of src/ (gated)
 COV_MIN ?= 91  # measured 92.2% of src/ (subprocesses included); see pyproject
-JOBS ?= 2      # pytest-xdist workers: the suite takes ~3.5 min on 2 cores, ~6.5 min on one
+JOBS ?= 2      # pytest-xdist workers: the suite takes ~9 min on 2 cores
 test: $(STAMP) deps lint
 	$(BIN)/pytest -n $(JOBS) --cov --cov-report=term-missing:skip-covered --cov-fail-under=$(COV_MIN)
 
