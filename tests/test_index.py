@@ -486,6 +486,36 @@ def test_git_path_sees_a_file_in_a_new_sub_folder_and_skips_stray_names(repo: Pa
     assert [h.title for h in Memidex(repo).search("nested").results] == ["nested one"]
 
 
+def test_many_uncommitted_records_are_looked_at_one_by_one_not_by_a_full_scan(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past MAX_GIT_SUSPECTS, but under half the files, the suspects are still stat-ed one
+    by one: a fixed limit made every command scan every file once that many records were
+    left uncommitted. An edit of one of them is still seen."""
+    from memidex.index import staleness
+    from memidex.store.files import Store
+
+    _git_repo_with_records(repo, n=10)
+    monkeypatch.setattr(staleness, "MAX_GIT_SUSPECTS", 2)
+    extra = [write_record(repo, make_record(anchor=f"el:loose:{i}", title=f"loose {i}"))
+             for i in range(4)]
+    assert len(_refresh(repo).added) == 4  # type: ignore[attr-defined]
+    _age(repo)
+    git(repo, "update-index", "-q", "--refresh")  # git's stat of the aged files, as
+    os.utime(repo / ".git/index", (OLD, OLD))  # `git status` takes it; none is modified
+    Memidex(repo).rebuild_index()  # (the full scan: the snapshot counts 14 files)
+
+    def no_full_scan(self: Store, **kw: object) -> object:
+        raise AssertionError("a full scan for 4 untracked files among 14")
+
+    monkeypatch.setattr(Store, "scan_all", no_full_scan)
+    with extra[2].open("a") as f:
+        f.write("Axolotl.\n")
+    os.utime(extra[2].parent, (OLD, OLD))
+    report = _refresh(repo)
+    assert report.changed == [str(extra[2].relative_to(repo))]  # type: ignore[attr-defined]
+    assert _refresh(repo).touched == 0  # type: ignore[attr-defined]
+
+
 def test_a_query_on_a_damaged_fts_index_falls_back_to_the_records(repo: Path) -> None:
     rec = make_record()
     write_record(repo, rec)

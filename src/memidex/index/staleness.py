@@ -57,7 +57,10 @@ __all__ = ["MAX_GIT_SUSPECTS", "MAX_WATCH_NAMED", "RACY_NS", "Snapshot", "Suspec
 RACY_NS = 2_000_000_000
 """A file or folder modified this close to a look may change again within its mtime tick."""
 MAX_GIT_SUSPECTS = 5000
-"""Past this many suspects a full stat scan is cheaper than looking at each."""
+"""Past this many suspects — and past half the files the last look saw (``Snapshot.files``:
+a suspect costs about what a file of a full scan costs) — a full stat scan is cheaper than
+looking at each. (A fixed limit made every command scan every file once 5,000 records
+were left uncommitted: a search then cost ~6x.)"""
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 MAX_WATCH_NAMED = 1000
 """Past this many named paths the watch method asks git again (which names only the
@@ -67,12 +70,13 @@ files that differ from git's index), so the snapshot stays small for one-shot co
 class Snapshot(Plain):
     """What the index last looked at (see the module docstring), kept in its meta."""
 
-    __slots__ = ("method", "head", "git_index_mtime", "dirs", "untracked", "named", "scan_ns")
+    __slots__ = ("method", "head", "git_index_mtime", "dirs", "untracked", "named", "scan_ns",
+                 "files")
 
     def __init__(self, method: str = "stat", head: str | None = None,
                  git_index_mtime: int = 0, dirs: dict[str, int] | None = None,
                  untracked: list[str] | None = None, named: list[str] | None = None,
-                 scan_ns: int = 0) -> None:
+                 scan_ns: int = 0, files: int = 0) -> None:
         self.method = method
         self.head = head
         self.git_index_mtime = git_index_mtime
@@ -80,12 +84,16 @@ class Snapshot(Plain):
         self.untracked: list[str] = [] if untracked is None else untracked
         self.named: list[str] = [] if named is None else named
         self.scan_ns = scan_ns
+        self.files = files
+        """About how many record and policy files there are (the full scan's count, plus
+        the names added since): what :data:`MAX_GIT_SUSPECTS` compares with."""
 
     def to_json(self) -> str:
         return json.dumps({"method": self.method, "head": self.head,
                            "git_index_mtime": self.git_index_mtime, "dirs": self.dirs,
                            "untracked": self.untracked, "named": self.named,
-                           "scan_ns": self.scan_ns}, sort_keys=True, separators=(",", ":"))
+                           "scan_ns": self.scan_ns, "files": self.files},
+                          sort_keys=True, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str | None) -> Snapshot | None:
@@ -97,15 +105,17 @@ class Snapshot(Plain):
                        git_index_mtime=int(d["git_index_mtime"]),
                        dirs={str(k): int(v) for k, v in d["dirs"].items()},
                        untracked=[str(p) for p in d["untracked"]],
-                       named=[str(p) for p in d["named"]], scan_ns=int(d["scan_ns"]))
+                       named=[str(p) for p in d["named"]], scan_ns=int(d["scan_ns"]),
+                       files=int(d.get("files", 0)))
         except (ValueError, KeyError, TypeError, AttributeError):
             return None
 
     def same_state(self, other: Snapshot) -> bool:
         """Equal in everything but the time of the look."""
         return (self.method, self.head, self.git_index_mtime, self.dirs, self.untracked,
-                self.named) == (other.method, other.head, other.git_index_mtime, other.dirs,
-                                other.untracked, other.named)
+                self.named, self.files) == (other.method, other.head, other.git_index_mtime,
+                                            other.dirs, other.untracked, other.named,
+                                            other.files)
 
 
 class Suspects(Plain):
@@ -216,7 +226,7 @@ def take_snapshot(root: str, tops: list[str], paths: set[str], dirs: list[str]) 
     named = _names(_git(root, "diff-files", "--name-only", "-z", "--", *tops)) or set()
     return Snapshot(method="git", head=_head(root), git_index_mtime=index_mtime,
                     dirs=_dir_mtimes(root, dirs), untracked=sorted(paths - tracked),
-                    named=sorted(named), scan_ns=now)
+                    named=sorted(named), scan_ns=now, files=len(paths))
 
 
 def _finish(proc: Git | None) -> set[str] | None:
@@ -368,10 +378,11 @@ def _suspects(root: str, tops: list[str], snap: Snapshot, now: int, racy_after: 
                 return Suspects(method="git", full=True, reason="a new folder appeared")
             added.add(path)
     paths |= added
-    if len(paths) > MAX_GIT_SUSPECTS:
+    if len(paths) > max(MAX_GIT_SUSPECTS, snap.files // 2):
         return Suspects(method="git", full=True, reason=f"{len(paths)} files to look at")
     untracked = sorted(p for p in set(snap.untracked) | added
                        if os.path.lexists(os.path.join(root, p)))
     nxt = Snapshot(method="git", head=head, git_index_mtime=index_mtime, dirs=dirs,
-                   untracked=untracked, named=sorted(modified), scan_ns=now)
+                   untracked=untracked, named=sorted(modified), scan_ns=now,
+                   files=snap.files + len(added - set(snap.untracked)))
     return Suspects(method="git", paths=paths, verify=verify, snapshot=nxt)
