@@ -271,7 +271,7 @@ def _lstat_files(root: str, paths: Sequence[str]) -> dict[str, FileStat | None] 
 
 def _watched(store: Store, path: str) -> bool:
     """A path a reported change can matter for: a record or a policy file."""
-    if any(part.startswith(".") for part in path.split("/")):
+    if path[:1] == "." or "/." in path:  # (a hidden part: a look names thousands)
         return False
     if path.startswith(store.records_rel + "/") and path.endswith(".md"):
         return True
