@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -514,6 +515,37 @@ def test_many_uncommitted_records_are_looked_at_one_by_one_not_by_a_full_scan(
     report = _refresh(repo)
     assert report.changed == [str(extra[2].relative_to(repo))]  # type: ignore[attr-defined]
     assert _refresh(repo).touched == 0  # type: ignore[attr-defined]
+
+
+def test_records_once_committed_leave_the_snapshots_untracked_list(repo: Path) -> None:
+    """Every untracked file is stat-ed on every look, so once git tracks them (committed,
+    or only added) they leave the list — and an edit of one is still seen, by git."""
+    _git_repo_with_records(repo)
+    extra = [write_record(repo, make_record(anchor=f"el:later:{i}", title=f"later {i}"))
+             for i in range(3)]
+    _refresh(repo)
+    index = Memidex(repo).config.index_path
+
+    def untracked() -> list[str]:
+        db = IndexDB.open(index)
+        try:
+            return json.loads(db.meta()["snapshot"])["untracked"]  # type: ignore[no-any-return]
+        finally:
+            db.close()
+
+    assert len(untracked()) == 3
+    git(repo, "add", str(extra[0]))  # git's index changed: one is tracked now
+    _refresh(repo)
+    assert untracked() == sorted(str(p.relative_to(repo)) for p in extra[1:])
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "learned")
+    _refresh(repo)
+    assert untracked() == []
+    with extra[2].open("a") as f:
+        f.write("Pangolin.\n")
+    os.utime(extra[2].parent, (OLD, OLD))
+    assert _refresh(repo).changed == [str(extra[2].relative_to(repo))]  # type: ignore[attr-defined]
+    assert [h.title for h in Memidex(repo).search("pangolin").results] == ["later 2"]
 
 
 def test_a_query_on_a_damaged_fts_index_falls_back_to_the_records(repo: Path) -> None:
