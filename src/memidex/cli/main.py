@@ -24,7 +24,7 @@ if TYPE_CHECKING:      # imports neither (~15 ms)
 
     from memidex.errors import MemidexError
 
-__all__ = ["EARLY_COMMANDS", "early_git", "main", "run", "wants_json"]
+__all__ = ["EARLY_COMMANDS", "NO_COLLECTOR", "early_git", "main", "run", "wants_json"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         if code is not None:
             return code
         # git's look (a reading command's) runs while the rest is imported
-        if early_git(sys.argv[1:]) or _ingesting(sys.argv[1:]):
+        if early_git(sys.argv[1:]) in NO_COLLECTOR:
             import gc
 
             # a one-shot reading command or ingest: the collector's passes visit objects
@@ -63,17 +63,24 @@ EARLY_COMMANDS = (("knowledge", "search"), ("brief",), ("doctor",))
 """The commands :func:`early_git` starts git for: those whose staleness check collects it."""
 
 
-def early_git(argv: Sequence[str]) -> bool:
+NO_COLLECTOR = (*EARLY_COMMANDS, ("runs", "ingest"))
+"""The one-shot commands that run without the cyclic collector (see :func:`main`)."""
+
+
+def early_git(argv: Sequence[str]) -> tuple[str, ...] | None:
     """For a command line of :data:`EARLY_COMMANDS`, start the staleness check's git
     calls (:mod:`memidex.index.prefetch`) for the repository and folders it reads, as far
     as the command line and ``memidex.toml`` tell them without importing the
-    configuration: a wrong guess costs only the call. Whether it is such a command."""
-    from memidex.index.prefetch import prefetch, tops_of
-    from memidex.warm.client import command_of, find_root
+    configuration: a wrong guess costs only the call. The command's words, for a command
+    line in the plain spellings (:func:`memidex.warm.client.command_of`); else None."""
+    from memidex.warm.client import command_of
 
     parsed = command_of(argv)
     if parsed is None or parsed[1] not in EARLY_COMMANDS:
-        return False
+        return None if parsed is None else parsed[1]
+    from memidex.index.prefetch import prefetch, tops_of
+    from memidex.warm.client import find_root
+
     try:
         root = find_root(parsed[0])
         tops = None if root is None else tops_of(root)
@@ -81,15 +88,7 @@ def early_git(argv: Sequence[str]) -> bool:
             prefetch(root, tops)
     except (OSError, ValueError):  # only a head start: the command reports what is wrong
         pass
-    return True
-
-
-def _ingesting(argv: Sequence[str]) -> bool:
-    """Whether the command line is a plain ``runs ingest`` (:func:`early_git`'s parse)."""
-    from memidex.warm.client import command_of
-
-    parsed = command_of(argv)
-    return parsed is not None and parsed[1] == ("runs", "ingest")
+    return parsed[1]
 
 
 def wants_json(argv: Sequence[str]) -> bool:

@@ -39,6 +39,8 @@ __all__ = ["POOL", "model_search", "sparse_search"]
 
 POOL = 2000
 """At most this many records holding a query word are scored exactly (sparse)."""
+
+
 def _in_chunks(conn: sqlite3.Connection, sql: str, ids: Sequence[int],
                params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
     """``sql`` with ``{marks}`` for an IN list, over ``ids`` in chunks; params after."""

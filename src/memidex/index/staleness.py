@@ -348,11 +348,14 @@ def _suspects(root: str, tops: list[str], snap: Snapshot, now: int, racy_after: 
     modified = _diff_files(root, tops, generation)
     if index_mtime is None or modified is None:
         return Suspects(method="stat", full=True, reason="git is not available here")
-    paths = modified | set(snap.named) | set(snap.untracked)
+    was_untracked = set(snap.untracked)
+    paths = modified | set(snap.named) | was_untracked
     verify = set(modified)
-    tracked: set[str] | None = None  # git's index, when it changed and may now hold files
+    # git's index, listed when it changed: files the snapshot took as untracked may be
+    # tracked now (added, committed)
+    tracked: set[str] | None = None
     if head != snap.head or index_mtime != snap.git_index_mtime or \
-            index_mtime >= racy_after:  # the snapshot took as untracked (added, committed)
+            index_mtime >= racy_after:
         listing = _start(root, "ls-files", "-z", "--", *tops) if snap.untracked else None
         staged = _names(_git(root, "diff-index", "--cached", "--name-only", "-z",
                              head or EMPTY_TREE, "--", *tops))
@@ -384,10 +387,10 @@ def _suspects(root: str, tops: list[str], snap: Snapshot, now: int, racy_after: 
     if len(paths) > max(MAX_GIT_SUSPECTS, snap.files // 2):
         return Suspects(method="git", full=True, reason=f"{len(paths)} files to look at")
     # (a file git now tracks leaves the list: git's diff-files names its changes from now on)
-    untracked = sorted(p for p in set(snap.untracked) | added
+    untracked = sorted(p for p in was_untracked | added
                        if (tracked is None or p not in tracked) and
                        os.path.lexists(os.path.join(root, p)))
     nxt = Snapshot(method="git", head=head, git_index_mtime=index_mtime, dirs=dirs,
                    untracked=untracked, named=sorted(modified), scan_ns=now,
-                   files=snap.files + len(added - set(snap.untracked)))
+                   files=snap.files + len(added - was_untracked))
     return Suspects(method="git", paths=paths, verify=verify, snapshot=nxt)
