@@ -604,3 +604,31 @@ def test_whole_index_answers_are_kept_only_while_no_connection_commits(repo: Pat
         assert db.introspect()["tables"]["records"] == 4
     finally:
         db.conn.close()
+
+
+@pytest.mark.parametrize("field", ["files", "scan_ns", "git_index_mtime"])
+@pytest.mark.parametrize("value", ["1e400", "-1e400", "\"x\"", "[1]", "null", "{}"])
+def test_a_damaged_snapshot_is_no_snapshot(field: str, value: str) -> None:
+    """The index's meta may be damaged: a snapshot that does not read back whole is none
+    (the look then scans every file), never a traceback."""
+    from memidex.index.staleness import Snapshot
+
+    good = Snapshot(method="git", head="abc", dirs={"r": 1}, files=3).to_json()
+    assert Snapshot.from_json(good) is not None
+    damaged = json.loads(good)
+    damaged[field] = json.loads(value)
+    assert Snapshot.from_json(json.dumps(damaged)) is None
+
+
+def test_a_damaged_snapshot_in_the_index_costs_a_full_scan(repo: Path) -> None:
+    _git_repo_with_records(repo)
+    index = Memidex(repo).config.index_path
+    conn = sqlite3.connect(index)
+    text = conn.execute("SELECT value FROM meta WHERE key = 'snapshot'").fetchone()[0]
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'snapshot'",
+                 (text.replace('"scan_ns":', '"scan_ns":1e400,"x":'),))
+    conn.commit()
+    conn.close()
+    report = _refresh(repo)
+    assert report.touched == 0  # type: ignore[attr-defined]
+    assert [h.title for h in Memidex(repo).search("item").results]

@@ -107,7 +107,7 @@ class Snapshot(Plain):
                        untracked=[str(p) for p in d["untracked"]],
                        named=[str(p) for p in d["named"]], scan_ns=int(d["scan_ns"]),
                        files=int(d.get("files", 0)))
-        except (ValueError, KeyError, TypeError, AttributeError):
+        except (ValueError, KeyError, TypeError, AttributeError, OverflowError):  # (1e400)
             return None
 
     def same_state(self, other: Snapshot) -> bool:
