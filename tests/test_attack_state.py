@@ -39,7 +39,8 @@ def _nested(depth: int, leaf: str = "1") -> str:
 def _edit(rel: str, change: Callable[[Any], Any]) -> Callable[[Path], None]:
     def apply(root: Path) -> None:
         path = root / rel
-        path.write_text(json.dumps(change(json.loads(path.read_text("utf-8")))), "utf-8")
+        text = json.dumps(change(json.loads(path.read_text("utf-8"))))
+        path.write_text(text.replace('"BIG"', "1e400"), "utf-8")  # (json reads it: inf)
     return apply
 
 
@@ -73,6 +74,7 @@ FROZEN_DAMAGE = {
     "run: 5": _put(FROZEN, '{"run": 5}'),
     "run.tests: 5": _edit(FROZEN, lambda d: {**d, "run": {**d["run"], "tests": 5}}),
     "ordinal: one": _edit(FROZEN, lambda d: {**d, "ordinal": "one"}),
+    "ordinal: 1e400": _edit(FROZEN, lambda d: {**d, "ordinal": "BIG"}),
     "analysis: 5": _edit(FROZEN, lambda d: {**d, "analysis": 5}),
     "why: [1]": _edit(FROZEN, lambda d: {**d, "why": [1]}),
     "digest: 5": _edit(FROZEN, lambda d: {**d, "digest": 5}),
@@ -90,6 +92,7 @@ RESULT_DAMAGE = {
     "changes: [{op: 1}]": _edit(RESULT, lambda d: {**d, "changes": [{"op": 1}]}),
     "verdicts: {pass: x}": _edit(RESULT, lambda d: {**d, "verdicts": {"pass": "x"}}),
     "proposals: 5": _edit(RESULT, lambda d: {**d, "proposals": 5}),
+    "ordinal: 1e400": _edit(RESULT, lambda d: {**d, "ordinal": "BIG"}),
 }
 
 

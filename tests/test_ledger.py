@@ -239,6 +239,22 @@ def test_writes_go_on_when_the_ledger_is_deleted_or_damaged(base: Path) -> None:
     assert stats.damaged_lines == 2 and stats.starts == 1
 
 
+def test_a_ledger_line_whose_numbers_overflow_is_a_damaged_line(base: Path) -> None:
+    """json reads 1e400 as infinity; int() of it would raise OverflowError: the line is
+    damage, counted and skipped like any other."""
+    store = store_for(base)
+    ledger = ledger_of(base)
+    with writer_session(store, wait=0, ttl=30) as w:
+        assert w.write(make_record("before-overflow"))
+    before, stats_before = ledger.scan()
+    [line] = ledger.file.read_bytes().splitlines()[-1:]
+    with open(ledger.file, "ab") as fh:
+        fh.write(line.replace(b'"epoch":', b'"epoch":1e400,"was":') + b"\n")
+    entries, stats = ledger.scan()
+    assert entries == before
+    assert stats.damaged_lines == stats_before.damaged_lines + 1
+
+
 def test_a_ledger_that_cannot_be_written_stops_writes_loudly_then_catches_up(
         base: Path) -> None:
     store = store_for(base)

@@ -16,7 +16,6 @@ processes adding notes to the same run never interleave a line.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from datetime import UTC, datetime
@@ -27,7 +26,7 @@ from memidex.errors import InvalidInputError, StateDamagedError, UsageError
 from memidex.masking import Masker
 from memidex.plain import Frozen, set_field
 from memidex.records.ids import RUN_ID_PATTERN
-from memidex.store.fsio import append, dump_json, refuse_symlink
+from memidex.store.fsio import append, dump_json, load_json, refuse_symlink
 
 __all__ = ["MAX_NOTE_CHARS", "MAX_NOTES", "Note", "add", "forget", "notes", "notes_dir",
            "notes_path", "prune"]
@@ -117,7 +116,7 @@ def notes(config: Config, run_id: str) -> list[Note]:
     out: list[Note] = []
     for line in data.splitlines():
         try:
-            entry = json.loads(line)
+            entry = load_json(line)
         except ValueError:
             continue
         if isinstance(entry, dict) and isinstance(entry.get("text"), str) and \

@@ -14,14 +14,13 @@ every brief recorded for that test and ordinal — so the ingest can check a run
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
 from memidex.config import Config
 from memidex.errors import UsageError
 from memidex.records.ids import PRODUCT_RE
-from memidex.store.fsio import append, dump_json
+from memidex.store.fsio import append, dump_json, load_json
 
 __all__ = ["levels_by_ordinal", "record_served", "served_at", "served_path"]
 
@@ -52,7 +51,7 @@ def _entries(config: Config, product: str) -> list[dict[str, object]]:
     out = []
     for line in data.splitlines():
         try:
-            entry = json.loads(line)
+            entry = load_json(line)
         except ValueError:
             continue
         ordinal = entry.get("ordinal") if isinstance(entry, dict) else None
@@ -84,7 +83,7 @@ def served_at(config: Config, product: str, test_id: str, ordinal: int) -> list[
     out: set[str] = set()
     for line in data.splitlines():
         try:
-            entry = json.loads(line)
+            entry = load_json(line)
         except ValueError:
             continue
         if not isinstance(entry, dict) or entry.get("test_id") != test_id or \

@@ -28,7 +28,7 @@ from memidex.config import Config
 from memidex.errors import InvalidInputError, Problem, StateDamagedError
 from memidex.plain import Frozen, set_field
 from memidex.records.ids import RUN_ID_PATTERN
-from memidex.store.fsio import dump_json, refuse_symlink
+from memidex.store.fsio import dump_json, load_json, refuse_symlink
 from memidex.store.state import StateWriter, load_state
 
 if TYPE_CHECKING:  # the evidence format is loaded only to read a frozen run
@@ -172,7 +172,7 @@ class RunStore:
 
     def _decode(self, raw: bytes, path: Path) -> FrozenRun:
         try:
-            data = json.loads(raw)
+            data = load_json(raw)
             if not isinstance(data, dict):
                 raise TypeError("not a JSON object")
             _check_frozen(data, path)

@@ -32,8 +32,8 @@ StrPath = str | os.PathLike[str]
 _REAL_OS = os  # fault injection (memidex._testing) replaces the module's `os`
 
 __all__ = ["append", "append_durable", "atomic_write", "dump_json", "fsync_dir", "fsync_dirs",
-           "fsync_file", "sync_files",
-           "read_int", "read_json", "refuse_symlink", "swap_into_place", "temp_name", "write_new"]
+           "fsync_file", "load_json", "read_int", "read_json", "refuse_symlink", "swap_into_place",
+           "sync_files", "temp_name", "write_new"]
 
 
 def dump_json(data: Any, *, indent: int | None = None) -> bytes:
@@ -212,10 +212,33 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True,
         raise
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if value - value != 0.0:  # inf (1e400) or nan
+        raise ValueError(f"number out of range: {text[:40]}")
+    return value
+
+
+def _no_constant(text: str) -> float:
+    raise ValueError(f"not a JSON number: {text}")
+
+
+_STATE_JSON = json.JSONDecoder(parse_float=_finite, parse_constant=_no_constant)
+
+
+def load_json(text: str | bytes) -> Any:
+    """``json.loads`` for memidex's own files, whose numbers must be finite: ``1e400``
+    (read as infinity) or ``NaN`` is a ``ValueError`` like any other damage, never an
+    ``OverflowError`` from a later ``int()``."""
+    if isinstance(text, bytes):  # (as json.loads reads bytes)
+        text = text.decode(json.detect_encoding(text), "surrogatepass")
+    return _STATE_JSON.decode(text)
+
+
 def read_json(path: Path) -> dict[str, Any] | None:
     """A JSON object from a small state file, or None if it is missing or not one."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, UnicodeDecodeError):
         return None
     return data if isinstance(data, dict) else None

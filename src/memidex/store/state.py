@@ -18,11 +18,10 @@ loads it with :func:`load_state` and saves it through a :class:`StateWriter`:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from memidex.errors import StateDamagedError
-from memidex.store.fsio import atomic_write
+from memidex.store.fsio import atomic_write, load_json
 
 TYPE_CHECKING = False  # not typing's: a one-shot command imports no typing (~2 ms)
 if TYPE_CHECKING:
@@ -65,7 +64,7 @@ def load_state(path: Path, *, what: str = "state file") -> dict[str, Any] | None
     except (FileNotFoundError, NotADirectoryError):
         return None
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = load_json(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         reason = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else "not valid JSON"
         raise StateDamagedError(f"{path}: the {what} is damaged ({reason})") from None

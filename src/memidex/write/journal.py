@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import time
 from collections.abc import Iterable, Sequence
@@ -33,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from memidex.plain import Frozen, set_field
-from memidex.store.fsio import append, atomic_write, dump_json, read_json
+from memidex.store.fsio import append, atomic_write, dump_json, load_json, read_json
 from memidex.write.procs import process_alive
 
 __all__ = ["ChangeSet", "Journal", "Op", "Owner"]
@@ -183,7 +182,7 @@ class Journal:
         out = []
         for line in text.splitlines():
             with contextlib.suppress(ValueError, KeyError, TypeError):
-                data = json.loads(line)  # a torn last line is simply not done
+                data = load_json(line)  # a torn last line is simply not done
                 out.append((int(data["i"]), int(data["epoch"])))
         return out
 

@@ -338,7 +338,7 @@ class Ledger(Plain):
             if not raw.strip():
                 continue
             try:
-                data = json.loads(raw)
+                data = fsio.load_json(raw)
                 if data.get("type") == "start":
                     stats.starts += 1
                     continue
@@ -363,7 +363,7 @@ class Ledger(Plain):
         for raw in self._lines():
             if needle in raw:
                 with contextlib.suppress(ValueError, KeyError, TypeError, AttributeError):
-                    if _entry(json.loads(raw), 0).id == cs_id:
+                    if _entry(fsio.load_json(raw), 0).id == cs_id:
                         return True
         return False
 
@@ -406,7 +406,7 @@ class Ledger(Plain):
         changed = False
         for raw in self._lines():
             try:
-                data = json.loads(raw)
+                data = fsio.load_json(raw)
                 ops = data["ops"] if data.get("type") == "change" else None
             except (ValueError, KeyError, TypeError, AttributeError):
                 ops = None
