@@ -17,6 +17,7 @@ $(STAMP): pyproject.toml
 
 # An editable install leaves memidex's modules uncompiled, and with PYTHONDONTWRITEBYTECODE
 # set every command would compile them again (~30-60 ms); pip compiles on a normal install.
+# The tests start memidex in hundreds of subprocesses: `test` needs it as much as `demo`.
 bytecode: $(STAMP)
 	@$(BIN)/python -m compileall -q src
 
@@ -27,7 +28,7 @@ demo: $(STAMP) bytecode
 ## test: lint, type-check and the test suite, with the coverage of src/ (gated)
 COV_MIN ?= 91  # measured 92.2% of src/ (subprocesses included); see pyproject
 JOBS ?= 2      # pytest-xdist workers: the suite takes ~9 min on 2 cores
-test: $(STAMP) deps lint
+test: $(STAMP) deps lint bytecode
 	$(BIN)/pytest -n $(JOBS) --cov --cov-report=term-missing:skip-covered --cov-fail-under=$(COV_MIN)
 
 ## deps: what the tests run for real besides Python: PostgreSQL 15 with pgvector (scripts/install_pg.sh),
