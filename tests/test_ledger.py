@@ -196,7 +196,13 @@ def test_random_sigkills_never_duplicate_or_lose_an_entry(scratch: Path) -> None
         proc = subprocess.Popen(driver_cmd(root, "write", "--prefix", f"k{round_ % 2}",
                                            "--count", "12", "--version", str(round_)),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        time.sleep(rng.uniform(0.15, 0.6))
+        # The kill's moment counts from the first write that landed, not from the start:
+        # on a slow machine the start alone took longer than the whole range, and nothing
+        # landed. The other eleven writes (a lease each) are what the kill falls among.
+        assert proc.stdout is not None
+        while b'"wrote"' not in (line := proc.stdout.readline()):
+            assert line, proc.communicate()
+        time.sleep(rng.uniform(0.0, 0.3))
         proc.send_signal(signal.SIGKILL)
         proc.communicate()
     code, _ = drive(root, "recover")

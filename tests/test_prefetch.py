@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
 import time
@@ -107,6 +108,9 @@ def test_a_git_that_hangs_is_killed_at_the_timeout(tmp_path: Path) -> None:
                           os.environ, file_actions=[(os.POSIX_SPAWN_DUP2, write, 1)])
     os.close(write)
     proc = prefetch.Git(pid, read)
+    # Once the child has written (a slow machine can take longer than the timeout just to
+    # start Python), the timeout is what ends it.
+    assert select.select([read], [], [], 60)[0]
     began = time.monotonic()
     out, _ = proc.communicate(timeout=0.5)
     assert out == b"x\n" and proc.returncode == -1
