@@ -80,7 +80,8 @@ class TestsFile:
              ordinal: int) -> None:
         data = {"version": VERSION, "product": self.product, "ordinal": ordinal,
                 "tests": {k: v.as_dict() for k, v in sorted(tests.items())}}
-        writer.put(self.path, dump_json(data, indent=1))
+        # compact: the C encoder (indented, Python's encoder takes ~10x: ~40 ms at 150 tests)
+        writer.put(self.path, dump_json(data))
 
     def test_anchors(self, test_id: str) -> tuple[str, ...]:
         """The anchors ``test_id`` reached in its latest runs (its last passing run, and
