@@ -67,6 +67,16 @@ os.close(fd)
 """
 
 
+RAW_MEMORY = ".bench-raw"
+"""The raw script's new folders inside a repository's ``memory/`` folder, beside
+``staging/`` where memidex creates its files. On ext4 where a folder sits on the disk
+changes what creating a file in it costs; ``raw_corpus`` is the script in a new folder of
+the corpus's ``memory/`` against the same in the empty repository's: how much of the
+growth with N the disk alone shows for a new folder. (memidex's ``staging/`` is an old
+folder: in hand-run loops on this machine, creating 475 files there took 1.15-1.35x in
+the 20,000-record corpus what it took in an empty repository, and 1.0-1.4x what it took
+in a new folder beside it.)"""
+
 CPU: dict[str, list[float]] = {}
 """CPU seconds (user + system) of each timed command, by figure name."""
 
@@ -119,11 +129,13 @@ def _records(root: Path) -> list[Path]:
     return sorted((root / "agent-qa-knowledge/memory/records").rglob("*.md"))
 
 
-def raw_limit(files: list[Path], tmp: Path, k: int) -> float:
+def raw_limit(files: list[Path], tmp: Path, k: int | str, into: Path | None = None) -> float:
     """A plain script writing the same files (write + fsync + rename), end to end, into a
-    new folder (``k`` names it: nothing is deleted while the benchmark runs)."""
+    new folder (``k`` names it: nothing is deleted while the benchmark runs) in ``tmp``, or
+    (``into``) in that folder: where a folder sits on the disk changes what creating a file
+    in it costs (see :data:`RAW_MEMORY`)."""
     src = tmp / f"raw-src-{k}"
-    dst = tmp / f"raw-dst-{k}"
+    dst = (into or tmp) / f"{RAW_MEMORY if into else 'raw-dst'}-{k}"
     src.mkdir()
     dst.mkdir()
     for i, f in enumerate(files):
@@ -160,6 +172,8 @@ def ingest_figures(exe: str, tmp: Path, corpus: Path | None, repeat: int = 3,
         if daemon:
             times.update(confirm_corpus_daemon=[])
     paired: dict[str, list[float]] = {key: [] for key in times if key != "raw"}
+    if corpus is not None:  # not a time: the raw script in the corpus, to it in an empty repo
+        paired["raw_corpus"] = []
     warmup = tmp / "warm-up"  # the record files the raw script writes, and warm caches
     _init(warmup, exe)
     subprocess.run([exe, "--root", str(warmup), "runs", "ingest", str(first)], check=True,
@@ -203,6 +217,10 @@ def ingest_figures(exe: str, tmp: Path, corpus: Path | None, repeat: int = 3,
                 secs = _corpus_case(exe, corpus, runs[0], runs[1])
                 times["confirm_corpus"].append(secs)
                 paired["confirm_corpus"].append(secs / pair["confirm_empty"])
+                memory = "agent-qa-knowledge/memory"
+                in_corpus = raw_limit(files, tmp, f"corpus-{k}", into=corpus / memory)
+                paired["raw_corpus"].append(in_corpus / raw_limit(files, tmp, f"empty-{k}",
+                                                                  into=root / memory))
             if daemon:
                 root = tmp / f"daemon-{k}"
                 _init(root, exe)
@@ -303,6 +321,8 @@ def _corpus_restore(corpus: Path, before: set[Path], had_state: bool) -> None:
     if not had_state:
         shutil.rmtree(state, ignore_errors=True)
     shutil.rmtree(corpus / "agent-qa-knowledge/memory/queue", ignore_errors=True)
+    for raw in (corpus / "agent-qa-knowledge/memory").glob(f"{RAW_MEMORY}-*"):
+        shutil.rmtree(raw, ignore_errors=True)
 
 
 def main() -> int:
@@ -341,6 +361,11 @@ def main() -> int:
               f"{cpu['confirm_corpus_daemon']:.3f} s   ratio {pair[len(pair) // 2]:.2f} x the "
               f"confirm into an empty repository's daemon just before it (range "
               f"{pair[0]:.2f}-{pair[-1]:.2f})")
+    if figures["paired"].get("raw_corpus"):
+        pair = figures["paired"]["raw_corpus"]
+        print(f"the raw script in the corpus's memory/ folder: {pair[len(pair) // 2]:.2f} x "
+              f"the same in an empty repository's (range {pair[0]:.2f}-{pair[-1]:.2f}): "
+              "the disk's own growth with N")
     return 0
 
 

@@ -763,6 +763,10 @@ def main(argv: list[str] | None = None) -> int:
             into_d.target, into_d.ok = "<= 1.2x (paired)", into_d.ratio <= 1.2
             into_d.note = f"paired ratios {pairs[0]:.2f}-{pairs[-1]:.2f}"
             emit(into_d)
+        pairs = ing["paired"]["raw_corpus"]  # where the files go, without memidex
+        note(f"the raw script in the corpus's memory/ folder takes {quantile(pairs, 0.5):.2f}x "
+             f"the same in an empty repository's (paired {pairs[0]:.2f}-{pairs[-1]:.2f}): "
+             "the disk's own share of the growth with N")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         if generated and not args.keep:
