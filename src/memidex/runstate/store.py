@@ -244,7 +244,7 @@ class RunStore:
 
     def save_result(self, result: RunResult, writer: StateWriter) -> None:
         # compact, as the frozen run and the tests file: Python's indenting encoder took
-        # ~20 ms for a 475-change result, twice per ingest
+        # 6 ms (1.7 ms compact) for a 475-change result, written twice per ingest
         writer.put(self.result_path(result.run_id), dump_json(result.as_dict()))
 
 

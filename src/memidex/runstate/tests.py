@@ -80,7 +80,7 @@ class TestsFile:
              ordinal: int) -> None:
         data = {"version": VERSION, "product": self.product, "ordinal": ordinal,
                 "tests": {k: v.as_dict() for k, v in sorted(tests.items())}}
-        # compact: the C encoder (indented, Python's encoder takes ~10x: ~40 ms at 150 tests)
+        # compact: the C encoder (indent= takes Python's: 12 ms against 2.7 ms at 150 tests)
         writer.put(self.path, dump_json(data))
 
     def test_anchors(self, test_id: str) -> tuple[str, ...]:
