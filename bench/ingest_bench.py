@@ -194,6 +194,7 @@ def ingest_figures(exe: str, tmp: Path, corpus: Path | None, repeat: int = 3,
     if corpus is not None:
         corpus = corpus.resolve()
         corpus_before, had_state = set(_records(corpus)), (corpus / ".agent-qa").exists()
+        head_before = _git_head(corpus)
     try:
         before = raw()
         for k in range(repeat):
@@ -244,7 +245,7 @@ def ingest_figures(exe: str, tmp: Path, corpus: Path | None, repeat: int = 3,
                     paired["confirm_corpus_daemon"].append(secs / pair["confirm_daemon"])
     finally:
         if corpus is not None:
-            _corpus_restore(corpus, corpus_before, had_state)
+            _corpus_restore(corpus, corpus_before, had_state, head_before)
     out: dict[str, Any] = {"records_written": len(files),
                            **{key: sorted(v) for key, v in times.items()},
                            "paired": {key: sorted(v) for key, v in paired.items()}}
@@ -288,24 +289,52 @@ def _corpus_case(exe: str, corpus: Path, first: Path, second: Path, *,
     (``daemon``) into a ``memidex daemon`` serving the corpus. Each repeat's runs are of a
     product of their own, so their records are new files and nothing is deleted between
     repeats (:func:`_corpus_restore` removes them all at the end): on ext4 a file created
-    soon after many were deleted costs several times more."""
+    soon after many were deleted costs several times more. What the two runs wrote is
+    committed after the timed confirm (:func:`_commit_records`)."""
     if not daemon:
         subprocess.run([exe, "--root", str(corpus), "runs", "ingest", str(first)],
                        check=True, capture_output=True, env=_env("0"))
-        return _run([exe, "--root", str(corpus), "runs", "ingest", str(second)], corpus,
+        secs = _run([exe, "--root", str(corpus), "runs", "ingest", str(second)], corpus,
                     cpu="confirm_corpus")
-    served = Daemon(exe, corpus)
-    try:
-        _run([exe, "--root", str(corpus), "runs", "ingest", str(first)], corpus,
-             warm="require")
-        return _run([exe, "--root", str(corpus), "runs", "ingest", str(second)], corpus,
-                    warm="require", cpu="confirm_corpus_daemon", daemon=served.proc)
-    finally:
-        served.stop()
+    else:
+        served = Daemon(exe, corpus)
+        try:
+            _run([exe, "--root", str(corpus), "runs", "ingest", str(first)], corpus,
+                 warm="require")
+            secs = _run([exe, "--root", str(corpus), "runs", "ingest", str(second)], corpus,
+                        warm="require", cpu="confirm_corpus_daemon", daemon=served.proc)
+        finally:
+            served.stop()
+    _commit_records(corpus)
+    return secs
 
 
-def _corpus_restore(corpus: Path, before: set[Path], had_state: bool) -> None:
-    """Everything the corpus ingests made, removed."""
+def _git_head(corpus: Path) -> str | None:
+    out = subprocess.run(["git", "rev-parse", "-q", "--verify", "HEAD"], cwd=corpus,
+                         capture_output=True, text=True, check=False)
+    return out.stdout.strip() or None
+
+
+def _commit_records(corpus: Path) -> None:
+    """Commit what the repeat's ingests wrote, as a team commits what its agents learn:
+    left uncommitted, each repeat's 475 records would be suspects of every later repeat's
+    look — the case of uncommitted records, not of N records (the target's). gc.auto=0:
+    git's automatic gc would delete loose objects while the benchmark runs."""
+    if _git_head(corpus) is None:
+        return
+    env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@memidex.invalid",
+           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@memidex.invalid"}
+    for cmd in (["git", "add", "-A", "agent-qa-knowledge/memory/records"],
+                ["git", "-c", "gc.auto=0", "commit", "-q", "-m", "what the bench learned"]):
+        subprocess.run(cmd, cwd=corpus, check=True, env=env, capture_output=True)
+
+
+def _corpus_restore(corpus: Path, before: set[Path], had_state: bool,
+                    head: str | None = None) -> None:
+    """Everything the corpus ingests made, removed, and (``head``) its commits undone."""
+    if head is not None and _git_head(corpus) != head:
+        subprocess.run(["git", "reset", "-q", "--mixed", head], cwd=corpus, check=True,
+                       capture_output=True)
     state = corpus / ".agent-qa"
     for p in _records(corpus):
         if p not in before:

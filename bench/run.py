@@ -264,8 +264,11 @@ def commit_corpus(corpus: Path) -> float | None:
     (corpus / ".gitignore").write_text(GITIGNORE, encoding="utf-8")
     env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@memidex.invalid",
            "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@memidex.invalid"}
+    # gc.auto=0: after a commit of 20,000 new files git's automatic gc packs them in the
+    # background and deletes 20,000 loose objects while the benchmark runs, and on ext4
+    # creating files costs more for minutes after many were deleted nearby.
     for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
-                ["git", "commit", "-q", "-m", "benchmark corpus"]):
+                ["git", "-c", "gc.auto=0", "commit", "-q", "-m", "benchmark corpus"]):
         subprocess.run(cmd, cwd=corpus, check=True, env=env, capture_output=True)
     return time.perf_counter() - started
 
