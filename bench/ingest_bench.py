@@ -72,8 +72,7 @@ RAW_MEMORY = ".bench-raw"
 ``staging/`` where memidex creates its files. On ext4 where a folder sits on the disk
 changes what creating a file in it costs; ``raw_corpus`` is the script in a new folder of
 the corpus's ``memory/`` against the same in the empty repository's: how much of the
-growth with N the disk alone shows for a new folder. memidex's ``staging/`` is an old
-folder, and hand-run loops found it slower than a new one (docs/performance.md, run N)."""
+growth with N the disk alone shows for a new folder (docs/performance.md, runs N and O)."""
 
 CPU: dict[str, list[float]] = {}
 """CPU seconds (user + system) of each timed command, by figure name."""
