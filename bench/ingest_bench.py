@@ -308,6 +308,11 @@ def _corpus_case(exe: str, corpus: Path, first: Path, second: Path, *,
     return secs
 
 
+GIT_IDENTITY = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@memidex.invalid",
+                "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@memidex.invalid"}
+"""Who commits the benchmark's corpus and what its runs wrote (``bench/run.py`` too)."""
+
+
 def _git_head(corpus: Path) -> str | None:
     out = subprocess.run(["git", "rev-parse", "-q", "--verify", "HEAD"], cwd=corpus,
                          capture_output=True, text=True, check=False)
@@ -321,8 +326,7 @@ def _commit_records(corpus: Path) -> None:
     git's automatic gc would delete loose objects while the benchmark runs."""
     if _git_head(corpus) is None:
         return
-    env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@memidex.invalid",
-           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@memidex.invalid"}
+    env = {**os.environ, **GIT_IDENTITY}
     for cmd in (["git", "add", "-A", "agent-qa-knowledge/memory/records"],
                 ["git", "-c", "gc.auto=0", "commit", "-q", "-m", "what the bench learned"]):
         subprocess.run(cmd, cwd=corpus, check=True, env=env, capture_output=True)

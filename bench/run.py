@@ -262,8 +262,9 @@ def commit_corpus(corpus: Path) -> float | None:
         return None
     started = time.perf_counter()
     (corpus / ".gitignore").write_text(GITIGNORE, encoding="utf-8")
-    env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@memidex.invalid",
-           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@memidex.invalid"}
+    from ingest_bench import GIT_IDENTITY
+
+    env = {**os.environ, **GIT_IDENTITY}
     # gc.auto=0: after a commit of 20,000 new files git's automatic gc packs them in the
     # background and deletes 20,000 loose objects while the benchmark runs, and on ext4
     # creating files costs more for minutes after many were deleted nearby.
