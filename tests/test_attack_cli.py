@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -48,17 +49,44 @@ def _rebuild_in_its_own_group(corpus: Path) -> subprocess.Popen[str]:
                             env=env, start_new_session=True)
 
 
-def test_ctrl_c_during_rebuild_index_is_exit_130_and_one_line(corpus: Path) -> None:
+@pytest.fixture
+def rebuild(corpus: Path) -> Iterator[subprocess.Popen[str]]:
+    """The rebuild of `_rebuild_in_its_own_group`; whatever the test does, its whole group
+    is killed and reaped after, so a failed test never leaves a writer holding the lease
+    for the next one."""
+    proc = _rebuild_in_its_own_group(corpus)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        proc.communicate(timeout=60)
+
+
+def _size(path: Path) -> int:
+    """The size of a build file, or 0 once the rebuild has removed it (its batch files
+    come and go while the glob runs)."""
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def test_ctrl_c_during_rebuild_index_is_exit_130_and_one_line(
+        corpus: Path, rebuild: subprocess.Popen[str]) -> None:
     index = corpus / INDEX / "memidex.sqlite"
     before = index.read_bytes()
-    proc = _rebuild_in_its_own_group(corpus)
+    proc = rebuild
     # Event-based: wait until the new build file is being filled (the parser processes
     # are at work), then Ctrl-C the whole group.
     deadline = time.monotonic() + 120
     interrupted = False
     while time.monotonic() < deadline and proc.poll() is None:
         builds = list(index.parent.glob(".memidex.sqlite.build-*"))
-        if any(b.exists() and b.stat().st_size > 512 * 1024 for b in builds):
+        if any(_size(b) > 512 * 1024 for b in builds):
             os.killpg(proc.pid, signal.SIGINT)
             interrupted = True
             break
@@ -79,13 +107,13 @@ def test_ctrl_c_during_rebuild_index_is_exit_130_and_one_line(corpus: Path) -> N
 
 
 def test_a_rebuild_killed_while_its_parsers_write_batches_leaves_nothing_the_next_keeps(
-        corpus: Path) -> None:
+        corpus: Path, rebuild: subprocess.Popen[str]) -> None:
     """SIGKILL to the whole group while the parser processes are handing batches over
     (their batch files beside the build): the old index survives, and the next rebuild
     removes every file the killed one left — the build, its FTS file and batch files."""
     index = corpus / INDEX / "memidex.sqlite"
     before = index.read_bytes()
-    proc = _rebuild_in_its_own_group(corpus)
+    proc = rebuild
     deadline = time.monotonic() + 120
     seen: list[Path] = []
     while time.monotonic() < deadline and proc.poll() is None:
