@@ -148,7 +148,8 @@ def ingest_figures(exe: str, tmp: Path, corpus: Path | None, repeat: int = 3,
     serves; ``cpu``: the CPU seconds of each (sorted); ``paired``: each figure's ratios to
     the raw limit measured beside it (the mean of the raw runs just before and just after,
     in the same repeat), sorted — the confirm into ``corpus`` (one each repeat) to the
-    confirm into an empty repository just before it.
+    same confirm into the corpus's twin (:func:`_twin`): an empty repository that took
+    every ingest the corpus took.
 
     Nothing is deleted until the caller removes ``tmp``: on ext4, creating files costs
     several times more for a while after many were deleted (the inode allocator skips
@@ -165,9 +166,9 @@ def ingest_figures(exe: str, tmp: Path, corpus: Path | None, repeat: int = 3,
     if daemon:
         times.update(add_daemon=[], confirm_daemon=[])
     if corpus is not None:
-        times.update(confirm_corpus=[])
+        times.update(confirm_corpus=[], confirm_twin=[])
         if daemon:
-            times.update(confirm_corpus_daemon=[])
+            times.update(confirm_corpus_daemon=[], confirm_twin_daemon=[])
     paired: dict[str, list[float]] = {key: [] for key in times if key != "raw"}
     if corpus is not None:  # not a time: the raw script in the corpus, to it in an empty repo
         paired["raw_corpus"] = []
@@ -190,10 +191,12 @@ def ingest_figures(exe: str, tmp: Path, corpus: Path | None, repeat: int = 3,
             times[key].append(secs)
             paired[key].append(secs / ((before + after) / 2))
 
+    twin: Path | None = None
     if corpus is not None:
         corpus = corpus.resolve()
         corpus_before, had_state = set(_records(corpus)), (corpus / ".agent-qa").exists()
         head_before = _git_head(corpus)
+        twin = _twin(exe, corpus)
     try:
         before = raw()
         for k in range(repeat):
@@ -206,15 +209,17 @@ def ingest_figures(exe: str, tmp: Path, corpus: Path | None, repeat: int = 3,
             after = raw()
             keep(pair, before, after)
             before = after
-            if corpus is not None:  # beside this repeat's confirm into an empty repository
+            if corpus is not None:  # the same two runs into the corpus and into its twin
                 runs = []
                 for name in ("a", "b"):
                     runs.append(tmp / f"corpus-{k}-{name}.json")
                     runs[-1].write_text(json.dumps(make_run(
                         f"bench-{name}-{k}", product=f"bench-shop-{k}")), encoding="utf-8")
-                secs = _corpus_case(exe, corpus, runs[0], runs[1])
+                assert twin is not None
+                secs, same = _twin_pair(exe, corpus, twin, runs, k)
                 times["confirm_corpus"].append(secs)
-                paired["confirm_corpus"].append(secs / pair["confirm_empty"])
+                times["confirm_twin"].append(same)
+                paired["confirm_corpus"].append(secs / same)
                 memory = "agent-qa-knowledge/memory"
                 in_corpus = raw_limit(files, tmp, f"corpus-{k}", into=corpus / memory)
                 paired["raw_corpus"].append(in_corpus / raw_limit(files, tmp, f"empty-{k}",
@@ -239,12 +244,16 @@ def ingest_figures(exe: str, tmp: Path, corpus: Path | None, repeat: int = 3,
                         runs[-1].write_text(json.dumps(make_run(
                             f"bench-daemon-{name}-{k}", product=f"bench-shop-daemon-{k}")),
                             encoding="utf-8")
-                    secs = _corpus_case(exe, corpus, runs[0], runs[1], daemon=True)
+                    assert twin is not None
+                    secs, same = _twin_pair(exe, corpus, twin, runs, k, daemon=True)
                     times["confirm_corpus_daemon"].append(secs)
-                    paired["confirm_corpus_daemon"].append(secs / pair["confirm_daemon"])
+                    times["confirm_twin_daemon"].append(same)
+                    paired["confirm_corpus_daemon"].append(secs / same)
     finally:
         if corpus is not None:
             _corpus_restore(corpus, corpus_before, had_state, head_before)
+        if twin is not None:
+            shutil.rmtree(twin, ignore_errors=True)
     out: dict[str, Any] = {"records_written": len(files),
                            **{key: sorted(v) for key, v in times.items()},
                            "paired": {key: sorted(v) for key, v in paired.items()}}
@@ -282,8 +291,44 @@ class Daemon:
             raise SystemExit(f"error: the daemon exited {self.proc.returncode}: {err}")
 
 
+def _twin(exe: str, corpus: Path) -> Path:
+    """An empty repository beside the corpus (in the same folder, away from the empty
+    repositories of ``tmp``), committed as the corpus is, that takes every ingest the
+    corpus takes: the baseline of the confirm into N records.
+
+    On an ext4 without a journal (this machine's disk), a file created in a block group
+    where files were freed in the last 60 s (360 s while their inode table block is dirty)
+    costs more: the inode allocator reads past each such inode, on every create
+    (``recently_deleted`` in ``find_inode_bit``; ~0.5 ms a create after a few thousand
+    frees, against ~30 us). A confirm frees the inodes of the records it replaces, in the
+    staging folder's group where they were made. The corpus is used again each repeat, so
+    its staging folder's group holds every earlier repeat's frees, which a new empty
+    repository does not: the twin has the corpus's history, so the ratio is of N alone."""
+    twin = corpus.parent / f".{corpus.name}.twin-{os.getpid()}"
+    shutil.rmtree(twin, ignore_errors=True)
+    _init(twin, exe)
+    env = {**os.environ, **GIT_IDENTITY}
+    for cmd in (["git", "add", "-A"], ["git", "-c", "gc.auto=0", "commit", "-q", "-m", "twin"]):
+        subprocess.run(cmd, cwd=twin, check=True, env=env, capture_output=True)
+    return twin
+
+
+def _twin_pair(exe: str, corpus: Path, twin: Path, runs: list[Path], k: int, *,
+               daemon: bool = False) -> tuple[float, float]:
+    """The same two runs into the corpus and into its twin (which goes first alternates
+    with the repeat, against the machine's drift): the two confirms' seconds."""
+    order = [(corpus, "corpus"), (twin, "twin")]
+    if k % 2:
+        order.reverse()
+    secs: dict[str, float] = {}
+    for root, name in order:
+        cpu = f"confirm_{name}" + ("_daemon" if daemon else "")
+        secs[name] = _corpus_case(exe, root, runs[0], runs[1], daemon=daemon, cpu=cpu)
+    return secs["corpus"], secs["twin"]
+
+
 def _corpus_case(exe: str, corpus: Path, first: Path, second: Path, *,
-                 daemon: bool = False) -> float:
+                 daemon: bool = False, cpu: str | None = None) -> float:
     """The confirm run into the corpus (after the adds of ``first``), one-shot or
     (``daemon``) into a ``memidex daemon`` serving the corpus. Each repeat's runs are of a
     product of their own, so their records are new files and nothing is deleted between
@@ -294,14 +339,15 @@ def _corpus_case(exe: str, corpus: Path, first: Path, second: Path, *,
         subprocess.run([exe, "--root", str(corpus), "runs", "ingest", str(first)],
                        check=True, capture_output=True, env=_env("0"))
         secs = _run([exe, "--root", str(corpus), "runs", "ingest", str(second)], corpus,
-                    cpu="confirm_corpus")
+                    cpu=cpu or "confirm_corpus")
     else:
         served = Daemon(exe, corpus)
         try:
             _run([exe, "--root", str(corpus), "runs", "ingest", str(first)], corpus,
                  warm="require")
             secs = _run([exe, "--root", str(corpus), "runs", "ingest", str(second)], corpus,
-                        warm="require", cpu="confirm_corpus_daemon", daemon=served.proc)
+                        warm="require", cpu=cpu or "confirm_corpus_daemon",
+                        daemon=served.proc)
         finally:
             served.stop()
     _commit_records(corpus)
@@ -383,13 +429,14 @@ def main() -> int:
     if "confirm_corpus" in med:
         pair = figures["paired"]["confirm_corpus"]
         print(f"ingest confirm_corpus      {med['confirm_corpus']:.3f} s   cpu "
-              f"{cpu['confirm_corpus']:.3f} s   ratio {pair[len(pair) // 2]:.2f} x the confirm "
-              f"into an empty repository just before it (range {pair[0]:.2f}-{pair[-1]:.2f})")
+              f"{cpu['confirm_corpus']:.3f} s   ratio {pair[len(pair) // 2]:.2f} x the same "
+              f"confirm into its twin, {med['confirm_twin']:.3f} s, an empty repository with "
+              f"the corpus's history (range {pair[0]:.2f}-{pair[-1]:.2f})")
     if "confirm_corpus_daemon" in med:
         pair = figures["paired"]["confirm_corpus_daemon"]
         print(f"ingest confirm_corpus_daemon {med['confirm_corpus_daemon']:.3f} s   cpu "
               f"{cpu['confirm_corpus_daemon']:.3f} s   ratio {pair[len(pair) // 2]:.2f} x the "
-              f"confirm into an empty repository's daemon just before it (range "
+              f"same into the twin's daemon, {med['confirm_twin_daemon']:.3f} s (range "
               f"{pair[0]:.2f}-{pair[-1]:.2f})")
     if figures["paired"].get("raw_corpus"):
         pair = figures["paired"]["raw_corpus"]
