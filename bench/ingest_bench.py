@@ -304,8 +304,9 @@ def _twin(exe: str, corpus: Path) -> Path:
     staging folder's group where they were made. The corpus is used again each repeat, so
     its staging folder's group holds every earlier repeat's frees, which a new empty
     repository does not: the twin has the corpus's history, so the ratio is of N alone."""
+    for left in corpus.parent.glob(f".{corpus.name}.twin-*"):  # a killed bench's
+        shutil.rmtree(left, ignore_errors=True)
     twin = corpus.parent / f".{corpus.name}.twin-{os.getpid()}"
-    shutil.rmtree(twin, ignore_errors=True)
     _init(twin, exe)
     env = {**os.environ, **GIT_IDENTITY}
     for cmd in (["git", "add", "-A"], ["git", "-c", "gc.auto=0", "commit", "-q", "-m", "twin"]):
