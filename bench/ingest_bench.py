@@ -308,9 +308,7 @@ def _twin(exe: str, corpus: Path) -> Path:
         shutil.rmtree(left, ignore_errors=True)
     twin = corpus.parent / f".{corpus.name}.twin-{os.getpid()}"
     _init(twin, exe)
-    env = {**os.environ, **GIT_IDENTITY}
-    for cmd in (["git", "add", "-A"], ["git", "-c", "gc.auto=0", "commit", "-q", "-m", "twin"]):
-        subprocess.run(cmd, cwd=twin, check=True, env=env, capture_output=True)
+    git_commit(twin, "the twin of the benchmark corpus")
     return twin
 
 
@@ -329,7 +327,7 @@ def _twin_pair(exe: str, corpus: Path, twin: Path, runs: list[Path], k: int, *,
 
 
 def _corpus_case(exe: str, corpus: Path, first: Path, second: Path, *,
-                 daemon: bool = False, cpu: str | None = None) -> float:
+                 daemon: bool, cpu: str) -> float:
     """The confirm run into the corpus (after the adds of ``first``), one-shot or
     (``daemon``) into a ``memidex daemon`` serving the corpus. Each repeat's runs are of a
     product of their own, so their records are new files and nothing is deleted between
@@ -340,15 +338,14 @@ def _corpus_case(exe: str, corpus: Path, first: Path, second: Path, *,
         subprocess.run([exe, "--root", str(corpus), "runs", "ingest", str(first)],
                        check=True, capture_output=True, env=_env("0"))
         secs = _run([exe, "--root", str(corpus), "runs", "ingest", str(second)], corpus,
-                    cpu=cpu or "confirm_corpus")
+                    cpu=cpu)
     else:
         served = Daemon(exe, corpus)
         try:
             _run([exe, "--root", str(corpus), "runs", "ingest", str(first)], corpus,
                  warm="require")
             secs = _run([exe, "--root", str(corpus), "runs", "ingest", str(second)], corpus,
-                        warm="require", cpu=cpu or "confirm_corpus_daemon",
-                        daemon=served.proc)
+                        warm="require", cpu=cpu, daemon=served.proc)
         finally:
             served.stop()
     _commit_records(corpus)
@@ -357,7 +354,19 @@ def _corpus_case(exe: str, corpus: Path, first: Path, second: Path, *,
 
 GIT_IDENTITY = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@memidex.invalid",
                 "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@memidex.invalid"}
-"""Who commits the benchmark's corpus and what its runs wrote (``bench/run.py`` too)."""
+"""Who commits the benchmark's corpus and what its runs wrote (:func:`git_commit`)."""
+
+
+def git_commit(root: Path, message: str, *paths: str) -> None:
+    """``git add -A [paths]`` and a commit as :data:`GIT_IDENTITY` (``bench/run.py``'s
+    corpus, each repeat's records, the twin). ``gc.auto=0``: after a commit of many new
+    files git's automatic gc packs them in the background and deletes as many loose
+    objects while the benchmark runs, and on ext4 creating files costs more for minutes
+    after many were deleted nearby."""
+    env = {**os.environ, **GIT_IDENTITY}
+    for cmd in (["git", "add", "-A", *paths],
+                ["git", "-c", "gc.auto=0", "commit", "-q", "-m", message]):
+        subprocess.run(cmd, cwd=root, check=True, env=env, capture_output=True)
 
 
 def _git_head(corpus: Path) -> str | None:
@@ -369,14 +378,9 @@ def _git_head(corpus: Path) -> str | None:
 def _commit_records(corpus: Path) -> None:
     """Commit what the repeat's ingests wrote, as a team commits what its agents learn:
     left uncommitted, each repeat's 475 records would be suspects of every later repeat's
-    look — the case of uncommitted records, not of N records (the target's). gc.auto=0:
-    git's automatic gc would delete loose objects while the benchmark runs."""
-    if _git_head(corpus) is None:
-        return
-    env = {**os.environ, **GIT_IDENTITY}
-    for cmd in (["git", "add", "-A", "agent-qa-knowledge/memory/records"],
-                ["git", "-c", "gc.auto=0", "commit", "-q", "-m", "what the bench learned"]):
-        subprocess.run(cmd, cwd=corpus, check=True, env=env, capture_output=True)
+    look — the case of uncommitted records, not of N records (the target's)."""
+    if _git_head(corpus) is not None:
+        git_commit(corpus, "what the bench learned", "agent-qa-knowledge/memory/records")
 
 
 def _corpus_restore(corpus: Path, before: set[Path], had_state: bool,

@@ -262,15 +262,10 @@ def commit_corpus(corpus: Path) -> float | None:
         return None
     started = time.perf_counter()
     (corpus / ".gitignore").write_text(GITIGNORE, encoding="utf-8")
-    from ingest_bench import GIT_IDENTITY
+    from ingest_bench import git_commit
 
-    env = {**os.environ, **GIT_IDENTITY}
-    # gc.auto=0: after a commit of 20,000 new files git's automatic gc packs them in the
-    # background and deletes 20,000 loose objects while the benchmark runs, and on ext4
-    # creating files costs more for minutes after many were deleted nearby.
-    for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
-                ["git", "-c", "gc.auto=0", "commit", "-q", "-m", "benchmark corpus"]):
-        subprocess.run(cmd, cwd=corpus, check=True, env=env, capture_output=True)
+    subprocess.run(["git", "init", "-q"], cwd=corpus, check=True, capture_output=True)
+    git_commit(corpus, "benchmark corpus")
     return time.perf_counter() - started
 
 

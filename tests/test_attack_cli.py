@@ -40,21 +40,16 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _rebuild_in_its_own_group(corpus: Path) -> subprocess.Popen[str]:
-    """A real `rebuild-index --jobs 2` in a process group of its own (its parsers too)."""
+@pytest.fixture
+def rebuild(corpus: Path) -> Iterator[subprocess.Popen[str]]:
+    """A real `rebuild-index --jobs 2` in a process group of its own (its parsers too).
+    Whatever the test does, the whole group is killed and reaped after, so a failed test
+    never leaves a writer holding the lease for the next one."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMIDEX_")}
-    return subprocess.Popen([sys.executable, "-m", "memidex", "--root", str(corpus),
+    proc = subprocess.Popen([sys.executable, "-m", "memidex", "--root", str(corpus),
                              "knowledge", "rebuild-index", "--jobs", "2"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env, start_new_session=True)
-
-
-@pytest.fixture
-def rebuild(corpus: Path) -> Iterator[subprocess.Popen[str]]:
-    """The rebuild of `_rebuild_in_its_own_group`; whatever the test does, its whole group
-    is killed and reaped after, so a failed test never leaves a writer holding the lease
-    for the next one."""
-    proc = _rebuild_in_its_own_group(corpus)
     try:
         yield proc
     finally:
