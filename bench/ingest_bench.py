@@ -14,6 +14,7 @@ removes what it added afterwards: give it a copy you do not mind being written.
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import shutil
@@ -304,7 +305,7 @@ def _twin(exe: str, corpus: Path) -> Path:
     staging folder's group where they were made. The corpus is used again each repeat, so
     its staging folder's group holds every earlier repeat's frees, which a new empty
     repository does not: the twin has the corpus's history, so the ratio is of N alone."""
-    for left in corpus.parent.glob(f".{corpus.name}.twin-*"):  # a killed bench's
+    for left in corpus.parent.glob(f".{glob.escape(corpus.name)}.twin-*"):  # a killed bench's
         shutil.rmtree(left, ignore_errors=True)
     twin = corpus.parent / f".{corpus.name}.twin-{os.getpid()}"
     _init(twin, exe)
