@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import git, index_dump, integrity, make_record, write_record
@@ -239,6 +239,8 @@ op = st.one_of(
     st.tuples(st.just("badpolicy"), st.integers(0, 2)),
     st.tuples(st.just("commit")),
     st.tuples(st.just("restore")),
+    st.tuples(st.just("stage")),
+    st.tuples(st.just("reset")),
     st.tuples(st.just("append"), st.integers(0, 5)),
     st.tuples(st.just("nest"), st.integers(0, 2), st.sampled_from(WORDS)),
     st.tuples(st.just("stray"), st.integers(0, 2)),
@@ -296,6 +298,13 @@ def _apply(root: Path, step: tuple[object, ...], paths: dict[int, Path]) -> None
         if subprocess.run(["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=root,
                           capture_output=True, check=False).returncode == 0:
             git(root, "checkout", "-q", "--", ".")
+    elif kind == "stage" and (root / ".git").exists():  # git add, no commit
+        git(root, "add", "-A")
+    elif kind == "reset" and (root / ".git").exists():
+        # what was staged and edited, thrown away: every tracked file HEAD's again
+        if subprocess.run(["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=root,
+                          capture_output=True, check=False).returncode == 0:
+            git(root, "reset", "-q", "--hard")
     elif kind == "nest":  # a record in a sub-folder (a new one, the first time)
         rec = make_record(anchor=f"el:nested:{step[1]}", title=f"nested {step[2]}",
                           body=f"nested {step[2]}")
@@ -317,6 +326,8 @@ def _apply(root: Path, step: tuple[object, ...], paths: dict[int, Path]) -> None
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(op, min_size=1, max_size=12))
+@example(steps=[("write", 0, "api:x", ["card"], "active", False, 0), ("commit",),
+                ("write", 0, "api:x", ["zebra"], "active", False, 0), ("stage",), ("reset",)])
 def test_incremental_refresh_equals_full_rebuild(with_git: bool,
                                                  steps: list[tuple[object, ...]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
@@ -620,6 +631,17 @@ def test_a_damaged_snapshot_is_no_snapshot(field: str, value: str) -> None:
     assert Snapshot.from_json(json.dumps(damaged)) is None
 
 
+def test_a_snapshot_that_does_not_say_what_was_staged_is_no_snapshot() -> None:
+    """An index written before the snapshot kept what was staged: its look could not name
+    a staged edit thrown away, so it looks at every file once."""
+    from memidex.index.staleness import Snapshot
+
+    good = json.loads(Snapshot(method="git", head="abc", staged=["r/a.md"]).to_json())
+    assert Snapshot.from_json(json.dumps(good)).staged == ["r/a.md"]  # type: ignore[union-attr]
+    del good["staged"]
+    assert Snapshot.from_json(json.dumps(good)) is None
+
+
 def test_a_damaged_snapshot_in_the_index_costs_a_full_scan(repo: Path) -> None:
     _git_repo_with_records(repo)
     index = Memidex(repo).config.index_path
@@ -632,3 +654,22 @@ def test_a_damaged_snapshot_in_the_index_costs_a_full_scan(repo: Path) -> None:
     report = _refresh(repo)
     assert report.touched == 0  # type: ignore[attr-defined]
     assert [h.title for h in Memidex(repo).search("item").results]
+
+
+@pytest.mark.parametrize("undo", [("reset", "-q", "--hard"),
+                                  ("checkout", "-q", "HEAD", "--", "."),
+                                  ("stash", "-q")],
+                         ids=["reset-hard", "checkout-head", "stash"])
+def test_git_path_sees_a_staged_edit_thrown_away(repo: Path, undo: tuple[str, ...]) -> None:
+    """An edit staged with ``git add`` (so ``git diff-files`` no longer names it), seen by
+    a search, then thrown away: the work tree and git's index are HEAD's again, and
+    neither ``diff-files`` nor ``diff-index --cached HEAD`` names the file. The look
+    before remembered what was staged, so the edit's undoing is seen too."""
+    paths = _git_repo_with_records(repo)
+    with paths[1].open("a") as f:
+        f.write("Quokka.\n")
+    git(repo, "add", "-A")
+    assert [h.title for h in Memidex(repo).search("quokka").results] == ["item 1"]
+    git(repo, *undo)
+    assert "Quokka" not in paths[1].read_text()
+    assert [h.title for h in Memidex(repo).search("quokka").results] == []

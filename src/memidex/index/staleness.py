@@ -10,7 +10,11 @@ Two methods, reported by ``doctor``:
     * tracked files whose work-tree stat or content differs from git's index
       (``git diff-files`` — git compares every tracked file's stat with its own index,
       in C, the fastest such check there is);
-    * when git's index file changed: files staged with other content than HEAD;
+    * when git's index file changed: files staged with other content than HEAD, and the
+      files that were staged at the last look (an edit staged with ``git add``, then
+      thrown away with ``git reset --hard``, ``git stash`` or ``git checkout HEAD``, is
+      named by no git command: the file is HEAD's again in the work tree and in git's
+      index, but not what the last look read);
     * when HEAD moved: the paths that differ between the two commits;
     * in a folder whose mtime moved (or is too recent to trust): the untracked files
       there (``git ls-files --others``: new names), a tracked file gone being in
@@ -47,12 +51,12 @@ from memidex.plain import Plain
 
 TYPE_CHECKING = False  # not typing's: a one-shot command imports no typing (~2 ms)
 if TYPE_CHECKING:
-    from typing import Protocol
+    from typing import Any, Protocol
 else:  # the protocol is mypy's; at run time a plain base does
     Protocol = object
 
-__all__ = ["MAX_GIT_SUSPECTS", "MAX_WATCH_NAMED", "RACY_NS", "Snapshot", "Suspects", "Watch",
-           "is_watched", "suspects", "take_snapshot", "unwatch", "watch"]
+__all__ = ["MAX_GIT_SUSPECTS", "MAX_STAGED", "MAX_WATCH_NAMED", "RACY_NS", "Snapshot",
+           "Suspects", "Watch", "is_watched", "suspects", "take_snapshot", "unwatch", "watch"]
 
 RACY_NS = 2_000_000_000
 """A file or folder modified this close to a look may change again within its mtime tick."""
@@ -62,6 +66,9 @@ a suspect costs about what a file of a full scan costs) — a full stat scan is 
 looking at each. (A fixed limit made every command scan every file once 5,000 records
 were left uncommitted: a search then cost ~6x.)"""
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+MAX_STAGED = 1000
+"""Past this many files staged at a look, the snapshot keeps only that there were many (a
+repository whose first commit is still to come may have every file staged)."""
 MAX_WATCH_NAMED = 1000
 """Past this many named paths the watch method asks git again (which names only the
 files that differ from git's index), so the snapshot stays small for one-shot commands."""
@@ -70,12 +77,13 @@ files that differ from git's index), so the snapshot stays small for one-shot co
 class Snapshot(Plain):
     """What the index last looked at (see the module docstring), kept in its meta."""
 
-    __slots__ = ("method", "head", "git_index_mtime", "dirs", "untracked", "named", "scan_ns",
-                 "files")
+    __slots__ = ("method", "head", "git_index_mtime", "dirs", "untracked", "named", "staged",
+                 "many_staged", "scan_ns", "files")
 
     def __init__(self, method: str = "stat", head: str | None = None,
                  git_index_mtime: int = 0, dirs: dict[str, int] | None = None,
                  untracked: list[str] | None = None, named: list[str] | None = None,
+                 staged: list[str] | None = None, many_staged: bool = False,
                  scan_ns: int = 0, files: int = 0) -> None:
         self.method = method
         self.head = head
@@ -83,6 +91,11 @@ class Snapshot(Plain):
         self.dirs: dict[str, int] = {} if dirs is None else dirs
         self.untracked: list[str] = [] if untracked is None else untracked
         self.named: list[str] = [] if named is None else named
+        self.staged: list[str] = [] if staged is None else staged
+        """The files git's index held with other content than HEAD at the look."""
+        self.many_staged = many_staged
+        """More than :data:`MAX_STAGED` were (``staged`` is then empty, and a change of
+        git's index costs a full scan)."""
         self.scan_ns = scan_ns
         self.files = files
         """About how many record and policy files there are (the full scan's count, plus
@@ -92,6 +105,7 @@ class Snapshot(Plain):
         return json.dumps({"method": self.method, "head": self.head,
                            "git_index_mtime": self.git_index_mtime, "dirs": self.dirs,
                            "untracked": self.untracked, "named": self.named,
+                           "staged": None if self.many_staged else self.staged,
                            "scan_ns": self.scan_ns, "files": self.files},
                           sort_keys=True, separators=(",", ":"))
 
@@ -101,11 +115,14 @@ class Snapshot(Plain):
             return None
         try:
             d = json.loads(text)
+            staged = d["staged"]  # (a snapshot of before it was kept is none: a full scan)
             return cls(method=str(d["method"]), head=d["head"],
                        git_index_mtime=int(d["git_index_mtime"]),
                        dirs={str(k): int(v) for k, v in d["dirs"].items()},
                        untracked=[str(p) for p in d["untracked"]],
-                       named=[str(p) for p in d["named"]], scan_ns=int(d["scan_ns"]),
+                       named=[str(p) for p in d["named"]],
+                       staged=None if staged is None else [str(p) for p in staged],
+                       many_staged=staged is None, scan_ns=int(d["scan_ns"]),
                        files=int(d.get("files", 0)))
         except (ValueError, KeyError, TypeError, AttributeError, OverflowError):  # (1e400)
             return None
@@ -113,9 +130,10 @@ class Snapshot(Plain):
     def same_state(self, other: Snapshot) -> bool:
         """Equal in everything but the time of the look."""
         return (self.method, self.head, self.git_index_mtime, self.dirs, self.untracked,
-                self.named, self.files) == (other.method, other.head, other.git_index_mtime,
-                                            other.dirs, other.untracked, other.named,
-                                            other.files)
+                self.named, self.staged, self.many_staged, self.files) == (
+                    other.method, other.head, other.git_index_mtime, other.dirs,
+                    other.untracked, other.named, other.staged, other.many_staged,
+                    other.files)
 
 
 class Suspects(Plain):
@@ -224,9 +242,27 @@ def take_snapshot(root: str, tops: list[str], paths: set[str], dirs: list[str]) 
     if others is None or not paths <= tracked | others:
         return Snapshot(method="stat", scan_ns=now)  # some files are ignored by git
     named = _names(_git(root, "diff-files", "--name-only", "-z", "--", *tops)) or set()
-    return Snapshot(method="git", head=_head(root), git_index_mtime=index_mtime,
+    head = _head(root)
+    staged = _staged(root, tops, head)
+    if staged is None:
+        return Snapshot(method="stat", scan_ns=now)
+    return Snapshot(method="git", head=head, git_index_mtime=index_mtime,
                     dirs=_dir_mtimes(root, dirs), untracked=sorted(paths - tracked),
-                    named=sorted(named), scan_ns=now, files=len(paths))
+                    named=sorted(named), scan_ns=now, files=len(paths),
+                    **_staged_fields(staged))
+
+
+def _staged(root: str, tops: list[str], head: str | None) -> set[str] | None:
+    """The files git's index holds with other content than ``head`` (every file in it,
+    before the first commit)."""
+    return _names(_git(root, "diff-index", "--cached", "--name-only", "-z",
+                       head or EMPTY_TREE, "--", *tops))
+
+
+def _staged_fields(staged: set[str]) -> dict[str, Any]:
+    if len(staged) > MAX_STAGED:
+        return {"staged": [], "many_staged": True}
+    return {"staged": sorted(staged), "many_staged": False}
 
 
 def _finish(proc: Git | None) -> set[str] | None:
@@ -354,14 +390,19 @@ def _suspects(root: str, tops: list[str], snap: Snapshot, now: int, racy_after: 
     # git's index, listed when it changed: files the snapshot took as untracked may be
     # tracked now (added, committed)
     tracked: set[str] | None = None
+    staged_fields: dict[str, Any] = {"staged": snap.staged, "many_staged": snap.many_staged}
     if head != snap.head or index_mtime != snap.git_index_mtime or \
             index_mtime >= racy_after:
+        if snap.many_staged:
+            return Suspects(method="git", full=True,
+                            reason=f"over {MAX_STAGED} files were staged")
         listing = _start(root, "ls-files", "-z", "--", *tops) if snap.untracked else None
-        staged = _names(_git(root, "diff-index", "--cached", "--name-only", "-z",
-                             head or EMPTY_TREE, "--", *tops))
+        staged = _staged(root, tops, head)
         tracked = _finish(listing)
         if staged is None:
             return Suspects(method="git", full=True, reason="git diff-index failed")
+        staged_fields = _staged_fields(staged)
+        staged |= set(snap.staged)  # what was staged then may be HEAD's again now
         paths |= staged
         verify |= staged
         if head != snap.head:
@@ -392,5 +433,5 @@ def _suspects(root: str, tops: list[str], snap: Snapshot, now: int, racy_after: 
                        os.path.lexists(os.path.join(root, p)))
     nxt = Snapshot(method="git", head=head, git_index_mtime=index_mtime, dirs=dirs,
                    untracked=untracked, named=sorted(modified), scan_ns=now,
-                   files=snap.files + len(added - was_untracked))
+                   files=snap.files + len(added - was_untracked), **staged_fields)
     return Suspects(method="git", paths=paths, verify=verify, snapshot=nxt)
