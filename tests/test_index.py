@@ -241,6 +241,7 @@ op = st.one_of(
     st.tuples(st.just("restore")),
     st.tuples(st.just("stage")),
     st.tuples(st.just("reset")),
+    st.tuples(st.just("hide"), st.integers(0, 5), st.booleans()),
     st.tuples(st.just("append"), st.integers(0, 5)),
     st.tuples(st.just("nest"), st.integers(0, 2), st.sampled_from(WORDS)),
     st.tuples(st.just("stray"), st.integers(0, 2)),
@@ -305,6 +306,12 @@ def _apply(root: Path, step: tuple[object, ...], paths: dict[int, Path]) -> None
         if subprocess.run(["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=root,
                           capture_output=True, check=False).returncode == 0:
             git(root, "reset", "-q", "--hard")
+    elif kind == "hide" and (root / ".git").exists():  # git told not to look at it
+        p = paths.get(step[1])  # type: ignore[arg-type]
+        if p is not None:
+            subprocess.run(["git", "update-index", "--skip-worktree" if step[2] else
+                            "--assume-unchanged", str(p)], cwd=root, capture_output=True,
+                           check=False)  # (not tracked: git refuses, nothing changes)
     elif kind == "nest":  # a record in a sub-folder (a new one, the first time)
         rec = make_record(anchor=f"el:nested:{step[1]}", title=f"nested {step[2]}",
                           body=f"nested {step[2]}")
@@ -328,6 +335,8 @@ def _apply(root: Path, step: tuple[object, ...], paths: dict[int, Path]) -> None
 @given(steps=st.lists(op, min_size=1, max_size=12))
 @example(steps=[("write", 0, "api:x", ["card"], "active", False, 0), ("commit",),
                 ("write", 0, "api:x", ["zebra"], "active", False, 0), ("stage",), ("reset",)])
+@example(steps=[("write", 0, "api:x", ["card"], "active", False, 0), ("commit",),
+                ("hide", 0, False), ("append", 0)])
 def test_incremental_refresh_equals_full_rebuild(with_git: bool,
                                                  steps: list[tuple[object, ...]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
@@ -673,3 +682,26 @@ def test_git_path_sees_a_staged_edit_thrown_away(repo: Path, undo: tuple[str, ..
     git(repo, *undo)
     assert "Quokka" not in paths[1].read_text()
     assert [h.title for h in Memidex(repo).search("quokka").results] == []
+
+
+@pytest.mark.parametrize("flag", ["--assume-unchanged", "--skip-worktree"])
+@pytest.mark.parametrize("in_place", [True, False], ids=["in-place", "renamed-over"])
+def test_git_path_sees_edits_of_files_git_is_told_not_to_look_at(
+        repo: Path, flag: str, in_place: bool) -> None:
+    """``git update-index --assume-unchanged`` (or ``--skip-worktree``, as sparse checkout
+    sets it): ``git diff-files`` no longer names the file's edits. The look stats such
+    files itself, as it does the files git does not track."""
+    paths = _git_repo_with_records(repo)
+    git(repo, "update-index", flag, str(paths[1].relative_to(repo)))
+    assert [h.title for h in Memidex(repo).search("quokka").results] == []
+    _age(repo)
+    text = paths[1].read_text().replace("item 1", "item 1 quokka")
+    if in_place:
+        with paths[1].open("r+") as f:
+            f.write(text)
+        os.utime(paths[1].parent, (OLD, OLD))
+    else:
+        tmp = paths[1].with_suffix(".tmp")
+        tmp.write_text(text)
+        os.replace(tmp, paths[1])
+    assert [h.title for h in Memidex(repo).search("quokka").results] == ["item 1 quokka"]

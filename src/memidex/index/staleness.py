@@ -19,7 +19,9 @@ Two methods, reported by ``doctor``:
     * in a folder whose mtime moved (or is too recent to trust): the untracked files
       there (``git ls-files --others``: new names), a tracked file gone being in
       ``git diff-files`` already;
-    * files git does not track (each is stat-ed);
+    * files git does not track, and tracked files git is told not to look at (``git
+      update-index --assume-unchanged`` or ``--skip-worktree``, as sparse checkout sets
+      it: ``git diff-files`` names none of their edits) — each is stat-ed;
     * whatever git named last time (a file may have been put back as committed).
 
     Any other file is byte for byte what git has, as it was when the index last looked.
@@ -234,9 +236,10 @@ def take_snapshot(root: str, tops: list[str], paths: set[str], dirs: list[str]) 
     ``dirs``. The git method is chosen only when git can see every one of those files."""
     now = time.time_ns()
     index_mtime = _git_index_mtime(root)
-    tracked = _names(_git(root, "ls-files", "-z", "--", *tops))
-    if index_mtime is None or tracked is None:
+    listed = _tracked(_git(root, "ls-files", "-v", "-z", "--", *tops))
+    if index_mtime is None or listed is None or listed[0] is None:
         return Snapshot(method="stat", scan_ns=now)
+    tracked, unwatched = listed[0], listed[1]
     others = _names(_git(root, "ls-files", "-z", "--others", "--exclude-standard", "--",
                          *tops))
     if others is None or not paths <= tracked | others:
@@ -247,9 +250,30 @@ def take_snapshot(root: str, tops: list[str], paths: set[str], dirs: list[str]) 
     if staged is None:
         return Snapshot(method="stat", scan_ns=now)
     return Snapshot(method="git", head=head, git_index_mtime=index_mtime,
-                    dirs=_dir_mtimes(root, dirs), untracked=sorted(paths - tracked),
+                    dirs=_dir_mtimes(root, dirs),
+                    untracked=sorted((paths - tracked) | (paths & unwatched)),
                     named=sorted(named), scan_ns=now, files=len(paths),
                     **_staged_fields(staged))
+
+
+def _tracked(out: str | None, *, listed: bool = True
+             ) -> tuple[set[str] | None, set[str]] | None:
+    """From ``git ls-files -v -z``: the tracked files (unless not ``listed``: None), and
+    those of them git is told not to look at (assume-unchanged: a lowercase tag;
+    skip-worktree: ``S``)."""
+    if out is None:
+        return None
+    if not listed and out.count("\0") == out.startswith("H ") + out.count("\0H "):
+        return None, set()  # every entry is a plain one (two counts: ~5 ms at 100,000)
+    tracked: set[str] = set()
+    unwatched: set[str] = set()
+    for entry in out.split("\0"):
+        if len(entry) > 2:
+            path = entry[2:]
+            tracked.add(path)
+            if entry[0] == "S" or entry[0].islower():
+                unwatched.add(path)
+    return tracked, unwatched
 
 
 def _staged(root: str, tops: list[str], head: str | None) -> set[str] | None:
@@ -390,17 +414,21 @@ def _suspects(root: str, tops: list[str], snap: Snapshot, now: int, racy_after: 
     # git's index, listed when it changed: files the snapshot took as untracked may be
     # tracked now (added, committed)
     tracked: set[str] | None = None
+    unwatched: set[str] = set()
     staged_fields: dict[str, Any] = {"staged": snap.staged, "many_staged": snap.many_staged}
     if head != snap.head or index_mtime != snap.git_index_mtime or \
             index_mtime >= racy_after:
         if snap.many_staged:
             return Suspects(method="git", full=True,
                             reason=f"over {MAX_STAGED} files were staged")
-        listing = _start(root, "ls-files", "-z", "--", *tops) if snap.untracked else None
+        listing = _start(root, "ls-files", "-v", "-z", "--", *tops)
         staged = _staged(root, tops, head)
-        tracked = _finish(listing)
-        if staged is None:
+        listed = _tracked(_finish_text(listing), listed=bool(snap.untracked))
+        if staged is None or listed is None:
             return Suspects(method="git", full=True, reason="git diff-index failed")
+        tracked, unwatched = listed
+        paths |= unwatched
+        verify |= unwatched
         staged_fields = _staged_fields(staged)
         staged |= set(snap.staged)  # what was staged then may be HEAD's again now
         paths |= staged
@@ -427,9 +455,10 @@ def _suspects(root: str, tops: list[str], snap: Snapshot, now: int, racy_after: 
     paths |= added
     if len(paths) > max(MAX_GIT_SUSPECTS, snap.files // 2):
         return Suspects(method="git", full=True, reason=f"{len(paths)} files to look at")
-    # (a file git now tracks leaves the list: git's diff-files names its changes from now on)
-    untracked = sorted(p for p in was_untracked | added
-                       if (tracked is None or p not in tracked) and
+    # (a file git now tracks leaves the list: git's diff-files names its changes from now
+    # on — unless git is told not to look at it)
+    untracked = sorted(p for p in was_untracked | added | unwatched
+                       if (tracked is None or p not in tracked or p in unwatched) and
                        os.path.lexists(os.path.join(root, p)))
     nxt = Snapshot(method="git", head=head, git_index_mtime=index_mtime, dirs=dirs,
                    untracked=untracked, named=sorted(modified), scan_ns=now,
