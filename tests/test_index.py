@@ -705,3 +705,26 @@ def test_git_path_sees_edits_of_files_git_is_told_not_to_look_at(
         tmp.write_text(text)
         os.replace(tmp, paths[1])
     assert [h.title for h in Memidex(repo).search("quokka").results] == ["item 1 quokka"]
+
+
+@pytest.mark.parametrize("where", [".gitignore", ".git/info/exclude",
+                                   "agent-qa-knowledge/memory/records/fact/.gitignore"])
+def test_git_path_sees_a_new_record_git_ignores(repo: Path, where: str) -> None:
+    """An ignore rule written after the last full scan: a new record it matches is not
+    among git's untracked files (``--exclude-standard``), but it is a record all the same.
+    The folder it was written in moved, so the look lists that folder's new names
+    without git's ignore rules."""
+    _git_repo_with_records(repo)
+    assert Memidex(repo).search("item").results
+    (repo / where).parent.mkdir(parents=True, exist_ok=True)
+    (repo / where).write_text("*.md\n")
+    new = write_record(repo, make_record(anchor="el:brand:new", title="ignored platypus"))
+    assert subprocess.run(["git", "check-ignore", "-q", str(new)], cwd=repo,
+                          check=False).returncode == 0
+    assert [h.title for h in Memidex(repo).search("platypus").results] == [
+        "ignored platypus"]
+    _age(repo)
+    with new.open("a") as f:  # and it is stat-ed from then on, as untracked files are
+        f.write("Narwhal.\n")
+    os.utime(new.parent, (OLD, OLD))
+    assert [h.title for h in Memidex(repo).search("narwhal").results] == ["ignored platypus"]

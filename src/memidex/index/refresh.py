@@ -156,7 +156,8 @@ def detect_changes(store: Store, db: IndexDB, *, generation: str | None = None) 
     racy_after = (snap.scan_ns if snap else 0) - RACY_NS
     tops = [store.records_rel, store.policies_rel]
     conn = db.conn
-    sus = suspects(str(store.root), tops, snap, generation=generation)
+    sus = suspects(str(store.root), tops, snap, generation=generation,
+                   keep=lambda path: _watched(store, path))
     out = Changes(method=sus.method)
     if not sus.full:
         paths = sorted(p for p in sus.paths if _watched(store, p))

@@ -18,7 +18,9 @@ Two methods, reported by ``doctor``:
     * when HEAD moved: the paths that differ between the two commits;
     * in a folder whose mtime moved (or is too recent to trust): the untracked files
       there (``git ls-files --others``: new names), a tracked file gone being in
-      ``git diff-files`` already;
+      ``git diff-files`` already — git's ignore rules left out, since a record an ignore
+      rule written after the last full scan matches is a record all the same (and is
+      stat-ed from then on, as untracked files are);
     * files git does not track, and tracked files git is told not to look at (``git
       update-index --assume-unchanged`` or ``--skip-worktree``, as sparse checkout sets
       it: ``git diff-files`` names none of their edits) — each is stat-ed;
@@ -53,6 +55,7 @@ from memidex.plain import Plain
 
 TYPE_CHECKING = False  # not typing's: a one-shot command imports no typing (~2 ms)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any, Protocol
 else:  # the protocol is mypy's; at run time a plain base does
     Protocol = object
@@ -350,12 +353,15 @@ def _kept(old: Snapshot | None, new: Snapshot) -> set[str]:
 
 
 def suspects(root: str, tops: list[str], snap: Snapshot | None, *,
-             generation: str | None = None) -> Suspects:
+             generation: str | None = None, keep: Callable[[str], bool] = bool
+             ) -> Suspects:
     """The paths to look at since ``snap`` (see the module docstring). ``generation``:
-    the visibility generation the caller holds the shared lock under."""
+    the visibility generation the caller holds the shared lock under. ``keep``: whether
+    a new name in a moved folder can matter (a record or policy file: not an editor's
+    swap file, which no ignore rule now leaves out)."""
     watched = _WATCHED.get(root)
     if watched is None or watched.tops != tuple(tops):
-        return _looked(root, tops, snap, generation)
+        return _looked(root, tops, snap, generation, keep)
     changed = watched.watch.drain()  # first: what changes after it, the next drain names
     if changed is not None and snap is not None and snap.method == "git" and \
             snap.to_json() in watched.expect:
@@ -365,14 +371,14 @@ def suspects(root: str, tops: list[str], snap: Snapshot | None, *,
             watched.expect = _kept(snap, nxt)
             return Suspects(method="watch", paths=set(changed), verify=set(changed),
                             snapshot=nxt, reason="watched")
-    sus = _looked(root, tops, snap, generation)
+    sus = _looked(root, tops, snap, generation, keep)
     watched.expect = _kept(snap, sus.snapshot) if (sus.snapshot is not None and
                                                    not sus.full) else set()
     return sus
 
 
 def _looked(root: str, tops: list[str], snap: Snapshot | None,
-            generation: str | None) -> Suspects:
+            generation: str | None, keep: Callable[[str], bool]) -> Suspects:
     """The suspects by asking git (or every file, without a git snapshot)."""
     if snap is None or snap.method != "git":
         return Suspects(method="stat", full=True, reason="no git snapshot")
@@ -391,11 +397,10 @@ def _looked(root: str, tops: list[str], snap: Snapshot | None,
     # A name added to a folder is untracked (or staged, seen below); a tracked file that
     # is gone is in diff-files; an untracked one is in the snapshot. Listing the untracked
     # files of a moved folder runs alongside the other git calls.
-    lister = _start(root, "ls-files", "-z", "--others", "--exclude-standard", "--",
-                    *moved) if moved else None
+    lister = _start(root, "ls-files", "-z", "--others", "--", *moved) if moved else None
     try:
         return _suspects(root, tops, snap, now, racy_after, dirs, moved, lister,
-                         generation)
+                         generation, keep)
     finally:
         if lister is not None and lister.returncode is None:
             lister.communicate()
@@ -403,7 +408,8 @@ def _looked(root: str, tops: list[str], snap: Snapshot | None,
 
 def _suspects(root: str, tops: list[str], snap: Snapshot, now: int, racy_after: int,
               dirs: dict[str, int], moved: list[str],
-              lister: Git | None, generation: str | None) -> Suspects:
+              lister: Git | None, generation: str | None,
+              keep: Callable[[str], bool]) -> Suspects:
     index_mtime, head = _index_mtime_and_head(root, generation)
     modified = _diff_files(root, tops, generation)
     if index_mtime is None or modified is None:
@@ -448,6 +454,8 @@ def _suspects(root: str, tops: list[str], snap: Snapshot, now: int, racy_after: 
         if others is None:
             return Suspects(method="git", full=True, reason="git ls-files failed")
         for path in others:
+            if not keep(path):
+                continue
             folder = path.rsplit("/", 1)[0]
             if folder not in dirs:
                 return Suspects(method="git", full=True, reason="a new folder appeared")
