@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -728,3 +729,74 @@ def test_git_path_sees_a_new_record_git_ignores(repo: Path, where: str) -> None:
         f.write("Narwhal.\n")
     os.utime(new.parent, (OLD, OLD))
     assert [h.title for h in Memidex(repo).search("narwhal").results] == ["ignored platypus"]
+
+
+def _during_full_scan(monkeypatch: pytest.MonkeyPatch, change: Callable[[], None]) -> None:
+    """Run ``change`` once, after a full scan read every file and before its snapshot
+    is taken — as an editor or ``git add`` may, while a long scan runs."""
+    import memidex.index.build as build
+
+    real = build.full_snapshot
+    done: list[bool] = []
+
+    def changed_first(*args: object, **kwargs: object) -> object:
+        if not done:
+            done.append(True)
+            change()
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(build, "full_snapshot", changed_first)
+
+
+@pytest.mark.parametrize("scan", ["rebuild", "refresh"])
+def test_a_record_added_while_a_full_scan_runs_is_seen_next(
+        repo: Path, monkeypatch: pytest.MonkeyPatch, scan: str) -> None:
+    """The folder's mtime is the one the scan saw before listing it, not the one after
+    the scan: a file written meanwhile moves it (here to an old mtime, which no clock
+    makes recent)."""
+    _git_repo_with_records(repo)
+    folder = repo / "agent-qa-knowledge/memory/records/fact"
+
+    def add() -> None:
+        write_record(repo, make_record(anchor="el:late:one", title="late wombat"))
+        os.utime(folder, (OLD + 5, OLD + 5))
+
+    _during_full_scan(monkeypatch, add)
+    m = Memidex(repo)
+    if scan == "rebuild":
+        m.rebuild_index()
+    else:
+        conn = sqlite3.connect(m.config.index_path)
+        conn.execute("DELETE FROM meta WHERE key = 'snapshot'")  # the next look: full
+        conn.commit()
+        conn.close()
+        assert not m.search("wombat").results  # (the look that scanned everything)
+    monkeypatch.undo()
+    assert [h.title for h in Memidex(repo).search("wombat").results] == ["late wombat"]
+
+
+@pytest.mark.parametrize("scan", ["rebuild", "refresh"])
+def test_an_edit_staged_while_a_full_scan_runs_is_seen_next(
+        repo: Path, monkeypatch: pytest.MonkeyPatch, scan: str) -> None:
+    """git's index and HEAD are the ones from before the scan read any file: an edit
+    staged (or committed) after its file was read changes them."""
+    paths = _git_repo_with_records(repo)
+
+    def edit() -> None:
+        with paths[1].open("a") as f:
+            f.write("Late echidna.\n")
+        git(repo, "add", "-A")
+        os.utime(repo / ".git/index", (OLD + 5, OLD + 5))
+
+    _during_full_scan(monkeypatch, edit)
+    m = Memidex(repo)
+    if scan == "rebuild":
+        m.rebuild_index()
+    else:
+        conn = sqlite3.connect(m.config.index_path)
+        conn.execute("DELETE FROM meta WHERE key = 'snapshot'")
+        conn.commit()
+        conn.close()
+        m.search("item")
+    monkeypatch.undo()
+    assert [h.title for h in Memidex(repo).search("echidna").results] == ["item 1"]

@@ -44,7 +44,7 @@ from memidex.index.leftovers import clear_target, remove_stale_builds, stale_bui
 from memidex.index.rows import FileRows, file_rows, history_rows, record_row
 from memidex.index.schema import POST_LOAD, SCHEMA_VERSION, TOKENIZER
 from memidex.index.segments import SegmentMerger, SegmentWriter, accepts_segments
-from memidex.index.staleness import Snapshot, take_snapshot
+from memidex.index.staleness import Before, Snapshot, before_scan, take_snapshot
 from memidex.store.files import FileStat, Store
 from memidex.store.fsio import fsync_file, swap_into_place
 
@@ -256,13 +256,14 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
 
     started = time.perf_counter()
     scan_ns = time.time_ns()
+    before = before_scan(str(store.root))
     files, policy_files, scan_problems, dirs = store.scan_all(stat=False)
     # The staleness snapshot (git calls, ~0.4 s at 100k) runs in a thread while the files
     # are parsed — started once the parser processes exist, since forking while another
     # thread runs could copy a held lock into them.
     snapshot: list[Snapshot] = []
     snapper = threading.Thread(target=lambda: snapshot.append(
-        full_snapshot(store, [*files, *policy_files], dirs)), daemon=True)
+        full_snapshot(store, [*files, *policy_files], dirs, before)), daemon=True)
     target.parent.mkdir(parents=True, exist_ok=True)
     report = BuildReport(path=str(target))
     report.moved_aside = clear_target(target)
@@ -430,8 +431,10 @@ def _joined(thread: threading.Thread, result: list[Snapshot]) -> Snapshot:
     return result[0] if result else Snapshot(method="stat")
 
 
-def full_snapshot(store: Store, files: Sequence[FileStat], dirs: dict[str, int]
-                   ) -> Snapshot:
-    """The staleness snapshot after a scan of every file (``memidex.index.staleness``)."""
+def full_snapshot(store: Store, files: Sequence[FileStat], dirs: dict[str, int],
+                  before: Before) -> Snapshot:
+    """The staleness snapshot after a scan of every file (``memidex.index.staleness``):
+    ``dirs``, each folder's mtime as the scan saw it before listing it; ``before``, read
+    before the scan."""
     return take_snapshot(str(store.root), [store.records_rel, store.policies_rel],
-                         {f.relpath for f in files}, sorted(dirs))
+                         {f.relpath for f in files}, dirs, before)

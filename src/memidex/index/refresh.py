@@ -169,6 +169,7 @@ def detect_changes(store: Store, db: IndexDB, *, generation: str | None = None) 
                      racy_after, store.policies_rel, out, verify=sus.verify)
             out.snapshot = sus.snapshot
             return out
+    before = staleness.before_scan(str(store.root))
     records, policies, problems, dirs = store.scan_all()
     stored_all = _stored_files(conn)
     seen = {f.relpath for f in records} | {f.relpath for f in policies}
@@ -178,7 +179,7 @@ def detect_changes(store: Store, db: IndexDB, *, generation: str | None = None) 
         out.problems = problems
     from memidex.index.build import full_snapshot
 
-    out.snapshot = full_snapshot(store, [*records, *policies], dirs)
+    out.snapshot = full_snapshot(store, [*records, *policies], dirs, before)
     out.method = out.snapshot.method
     return out
 

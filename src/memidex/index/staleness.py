@@ -60,8 +60,9 @@ if TYPE_CHECKING:
 else:  # the protocol is mypy's; at run time a plain base does
     Protocol = object
 
-__all__ = ["MAX_GIT_SUSPECTS", "MAX_STAGED", "MAX_WATCH_NAMED", "RACY_NS", "Snapshot",
-           "Suspects", "Watch", "is_watched", "suspects", "take_snapshot", "unwatch", "watch"]
+__all__ = ["MAX_GIT_SUSPECTS", "MAX_STAGED", "MAX_WATCH_NAMED", "RACY_NS", "Before",
+           "Snapshot", "Suspects", "Watch", "before_scan", "is_watched", "suspects",
+           "take_snapshot", "unwatch", "watch"]
 
 RACY_NS = 2_000_000_000
 """A file or folder modified this close to a look may change again within its mtime tick."""
@@ -224,23 +225,40 @@ def _index_mtime_and_head(root: str, generation: str | None = None
         return 0, head
 
 
-def _dir_mtimes(root: str, dirs: list[str]) -> dict[str, int]:
-    out = {}
-    for rel in dirs:
-        try:
-            out[rel] = os.stat(os.path.join(root, rel)).st_mtime_ns
-        except OSError:
-            continue
-    return out
+class Before(Plain):
+    """What a full scan compares against next time, read before it read any file
+    (:func:`before_scan`): the time, git's index file's mtime and HEAD. A file edited and
+    staged (or committed) after the scan read it changes git's index or HEAD, so the next
+    look asks git about it; read after the scan, they would already hold the edit, and
+    ``git diff-files`` would name nothing."""
+
+    __slots__ = ("scan_ns", "git_index_mtime", "head")
+
+    def __init__(self, scan_ns: int, git_index_mtime: int | None, head: str | None) -> None:
+        self.scan_ns = scan_ns
+        self.git_index_mtime = git_index_mtime
+        self.head = head
 
 
-def take_snapshot(root: str, tops: list[str], paths: set[str], dirs: list[str]) -> Snapshot:
-    """The state to compare against next time, after a full scan found ``paths`` in
-    ``dirs``. The git method is chosen only when git can see every one of those files."""
+def before_scan(root: str) -> Before:
+    """:class:`Before`, now: call it before a full scan lists or reads anything."""
     now = time.time_ns()
-    index_mtime = _git_index_mtime(root)
+    index_mtime, head = _index_mtime_and_head(root)
+    return Before(now, index_mtime, head)
+
+
+def take_snapshot(root: str, tops: list[str], paths: set[str], dirs: dict[str, int],
+                  before: Before) -> Snapshot:
+    """The state to compare against next time, after a full scan found ``paths`` in
+    ``dirs`` (each folder's mtime as the scan saw it, before listing it), having read
+    :func:`before_scan`'s ``before`` first. The git method is chosen only when git can
+    see every one of those files."""
+    now = before.scan_ns
+    index_mtime = before.git_index_mtime
+    if index_mtime is None:  # no git here
+        return Snapshot(method="stat", scan_ns=now)
     listed = _tracked(_git(root, "ls-files", "-v", "-z", "--", *tops))
-    if index_mtime is None or listed is None or listed[0] is None:
+    if listed is None or listed[0] is None:
         return Snapshot(method="stat", scan_ns=now)
     tracked, unwatched = listed[0], listed[1]
     others = _names(_git(root, "ls-files", "-z", "--others", "--exclude-standard", "--",
@@ -248,12 +266,11 @@ def take_snapshot(root: str, tops: list[str], paths: set[str], dirs: list[str]) 
     if others is None or not paths <= tracked | others:
         return Snapshot(method="stat", scan_ns=now)  # some files are ignored by git
     named = _names(_git(root, "diff-files", "--name-only", "-z", "--", *tops)) or set()
-    head = _head(root)
+    head = before.head
     staged = _staged(root, tops, head)
     if staged is None:
         return Snapshot(method="stat", scan_ns=now)
-    return Snapshot(method="git", head=head, git_index_mtime=index_mtime,
-                    dirs=_dir_mtimes(root, dirs),
+    return Snapshot(method="git", head=head, git_index_mtime=index_mtime, dirs=dict(dirs),
                     untracked=sorted((paths - tracked) | (paths & unwatched)),
                     named=sorted(named), scan_ns=now, files=len(paths),
                     **_staged_fields(staged))
