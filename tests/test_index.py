@@ -731,9 +731,11 @@ def test_git_path_sees_a_new_record_git_ignores(repo: Path, where: str) -> None:
     assert [h.title for h in Memidex(repo).search("narwhal").results] == ["ignored platypus"]
 
 
-def _during_full_scan(monkeypatch: pytest.MonkeyPatch, change: Callable[[], None]) -> None:
-    """Run ``change`` once, after a full scan read every file and before its snapshot
-    is taken — as an editor or ``git add`` may, while a long scan runs."""
+def _full_scan_during_which(repo: Path, monkeypatch: pytest.MonkeyPatch, scan: str,
+                            change: Callable[[], None]) -> None:
+    """A scan of every file — a ``rebuild``, or a ``refresh`` (a look whose index holds no
+    snapshot) — that runs ``change`` once after reading every file and before taking its
+    snapshot, as an editor or ``git add`` may while a long scan runs."""
     import memidex.index.build as build
 
     real = build.full_snapshot
@@ -746,6 +748,17 @@ def _during_full_scan(monkeypatch: pytest.MonkeyPatch, change: Callable[[], None
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(build, "full_snapshot", changed_first)
+    m = Memidex(repo)
+    if scan == "rebuild":
+        m.rebuild_index()
+    else:
+        conn = sqlite3.connect(m.config.index_path)
+        conn.execute("DELETE FROM meta WHERE key = 'snapshot'")
+        conn.commit()
+        conn.close()
+        m.search("item")
+    assert done
+    monkeypatch.undo()
 
 
 @pytest.mark.parametrize("scan", ["rebuild", "refresh"])
@@ -761,17 +774,7 @@ def test_a_record_added_while_a_full_scan_runs_is_seen_next(
         write_record(repo, make_record(anchor="el:late:one", title="late wombat"))
         os.utime(folder, (OLD + 5, OLD + 5))
 
-    _during_full_scan(monkeypatch, add)
-    m = Memidex(repo)
-    if scan == "rebuild":
-        m.rebuild_index()
-    else:
-        conn = sqlite3.connect(m.config.index_path)
-        conn.execute("DELETE FROM meta WHERE key = 'snapshot'")  # the next look: full
-        conn.commit()
-        conn.close()
-        assert not m.search("wombat").results  # (the look that scanned everything)
-    monkeypatch.undo()
+    _full_scan_during_which(repo, monkeypatch, scan, add)
     assert [h.title for h in Memidex(repo).search("wombat").results] == ["late wombat"]
 
 
@@ -788,15 +791,5 @@ def test_an_edit_staged_while_a_full_scan_runs_is_seen_next(
         git(repo, "add", "-A")
         os.utime(repo / ".git/index", (OLD + 5, OLD + 5))
 
-    _during_full_scan(monkeypatch, edit)
-    m = Memidex(repo)
-    if scan == "rebuild":
-        m.rebuild_index()
-    else:
-        conn = sqlite3.connect(m.config.index_path)
-        conn.execute("DELETE FROM meta WHERE key = 'snapshot'")
-        conn.commit()
-        conn.close()
-        m.search("item")
-    monkeypatch.undo()
+    _full_scan_during_which(repo, monkeypatch, scan, edit)
     assert [h.title for h in Memidex(repo).search("echidna").results] == ["item 1"]
