@@ -88,6 +88,29 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.fixture
+def sub_repo(tmp_path: Path) -> Path:
+    """As :func:`repo`, but memidex in a sub-folder of the git repository (``qa/`` of a
+    monorepo): git names paths from the repository's top, memidex from its own root."""
+    from memidex.store.layout import init_repository
+
+    top = tmp_path / "mono"
+    root = top / "qa"
+    root.mkdir(parents=True)
+    git(top, "init", "-q")
+    init_repository(root)
+    (root / "memidex.toml").write_text('product = "shop-web"\n', encoding="utf-8")
+    return root
+
+
+@pytest.fixture(params=["top", "sub-folder"])
+def any_repo(request: pytest.FixtureRequest) -> Path:
+    """:func:`repo`, then :func:`sub_repo`."""
+    name = "repo" if request.param == "top" else "sub_repo"
+    path: Path = request.getfixturevalue(name)
+    return path
+
+
 def make_record(kind: str = "fact", anchor: str = "el:button:place-order",
                 product: str = "shop-web", title: str = "Place order is disabled",
                 body: str = "The Place order button is disabled until terms are accepted.",

@@ -793,3 +793,31 @@ def test_an_edit_staged_while_a_full_scan_runs_is_seen_next(
 
     _full_scan_during_which(repo, monkeypatch, scan, edit)
     assert [h.title for h in Memidex(repo).search("echidna").results] == ["item 1"]
+
+
+def test_git_path_in_a_sub_folder_of_the_repository(sub_repo: Path) -> None:
+    """Every git answer the look takes is about the same paths as memidex's own: an edit
+    in place, a staged edit thrown away, an edit committed meanwhile, a new file."""
+    repo = sub_repo
+    paths = _git_repo_with_records(repo)
+    assert _refresh(repo).method == "git"  # type: ignore[attr-defined]
+    with paths[0].open("a") as f:  # in place: only git diff-files names it
+        f.write("Quokka.\n")
+    os.utime(paths[0].parent, (OLD, OLD))
+    assert [h.title for h in Memidex(repo).search("quokka").results] == ["item 0"]
+    git(repo, "add", "-A")
+    git(repo, "reset", "-q", "--hard")  # git diff-index names it: staged at the last look
+    os.utime(paths[0].parent, (OLD, OLD))
+    assert [h.title for h in Memidex(repo).search("quokka").results] == []
+    _age(repo)
+    with paths[1].open("a") as f:  # committed meanwhile: the diff between HEADs names it
+        f.write("Wombat.\n")
+    git(repo, "commit", "-qam", "edit")
+    os.utime(paths[1], (OLD, OLD))
+    os.utime(paths[1].parent, (OLD, OLD))
+    assert [h.title for h in Memidex(repo).search("wombat").results] == ["item 1"]
+    new = write_record(repo, make_record(anchor="el:brand:new", title="brand new narwhal"))
+    assert [h.title for h in Memidex(repo).search("narwhal").results] == ["brand new narwhal"]
+    report = _refresh(repo)
+    assert report.method == "git" and report.touched == 0  # type: ignore[attr-defined]
+    assert new.exists()

@@ -244,3 +244,40 @@ def test_a_repository_without_a_commit_costs_one_git_call_for_its_index_and_head
     heads = [a for a in asked if a[:1] == ("rev-parse",)]
     assert heads == [prefetch.HEAD_ARGS] * 2, asked
     assert staleness._index_mtime_and_head(str(repo.resolve()))[1] is None  # unborn
+
+
+@pytest.mark.parametrize("layout", ["sub-folder", "worktree"])
+def test_the_calls_start_where_git_is_not_in_the_root_itself(tmp_path: Path,
+                                                             layout: str) -> None:
+    """memidex in a sub-folder of a repository (git's folder is above it), or in a linked
+    worktree (``.git`` is a file): the calls start all the same, and the search collects
+    them."""
+    from conftest import git
+    from memidex.app import Memidex
+    from memidex.store.layout import init_repository
+
+    top = tmp_path / "mono"
+    top.mkdir()
+    git(top, "init", "-q")
+    (top / "README").write_text("x\n")
+    git(top, "add", "-A")
+    git(top, "commit", "-qm", "first")
+    if layout == "worktree":
+        git(top, "worktree", "add", "-q", str(tmp_path / "wt"))
+        repo = tmp_path / "wt"
+    else:
+        repo = top / "qa"
+        repo.mkdir()
+    init_repository(repo)
+    (repo / "memidex.toml").write_text('product = "shop-web"\n', encoding="utf-8")
+    write_record(repo, make_record(title="Place order is disabled"))
+    with Memidex(root=repo) as m:
+        m.rebuild_index()
+    root = str(repo.resolve())
+    early_git(["--root", str(repo), "knowledge", "search", "place order"])
+    assert set(prefetch._STARTED) == {(root, tuple(_tops(repo))), (root, prefetch.HEAD)}
+    with Memidex(root=repo) as m:
+        assert [h.title for h in m.search("place order").results] == [
+            "Place order is disabled"]
+        assert m.reading.last_refresh.method == "git"  # type: ignore[union-attr]
+    assert not prefetch._STARTED

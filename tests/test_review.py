@@ -42,7 +42,8 @@ def _branch(repo: Path) -> dict[str, str]:
     return {n: r.id for n, r in recs.items()}
 
 
-def test_review_lists_every_change_with_its_verb(repo: Path) -> None:
+def test_review_lists_every_change_with_its_verb(any_repo: Path) -> None:
+    repo = any_repo
     ids = _branch(repo)
     out = run_cli(repo, "knowledge", "review", "main", "learn", "--format", "json", check=True)
     data = json.loads(out.stdout)
@@ -78,7 +79,8 @@ def test_review_markdown_and_github_formats(repo: Path, tmp_path: Path) -> None:
     assert "### shop-web" in summary.read_text(encoding="utf-8")
 
 
-def test_review_of_the_working_tree_and_default_base(repo: Path) -> None:
+def test_review_of_the_working_tree_and_default_base(any_repo: Path) -> None:
+    repo = any_repo
     r = make_record()
     write_record(repo, r)
     git(repo, "add", "-A")

@@ -15,6 +15,7 @@ import psycopg
 import pytest
 
 from conftest import git, make_record, write_record
+from memidex.app import Memidex
 from memidex.errors import ConfigError, IndexUnavailableError, UsageError
 from memidex.records.codec import dump_record
 from memidex.records.model import Relations, Trust, Valid
@@ -80,8 +81,9 @@ def _dump(url: str) -> dict[str, list[tuple[object, ...]]]:
     return out
 
 
-def test_first_push_loads_everything_and_answers_carry_the_commit(repo: Path, pg_url: str
-                                                                   ) -> None:
+def test_first_push_loads_everything_and_answers_carry_the_commit(
+        any_repo: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = any_repo  # (in a sub-folder of the repository too: git names paths from its top)
     ids = _seed(repo)
     head = git(repo, "rev-parse", "HEAD").strip()
     report = push(repo, pg_url)
@@ -104,6 +106,11 @@ def test_first_push_loads_everything_and_answers_carry_the_commit(repo: Path, pg
         assert [r.id for r in ti.find_ids(ids[1][:12]).value] == [ids[1]]
         assert [p.id for p in ti.policies("shop-web").value] == ["no-real-cards"]
         assert ti.policies("shop-admin").value == []
+    monkeypatch.setenv("MEMIDEX_INDEX_URL", pg_url)
+    with Memidex(repo) as m:  # a record shown as the snapshot's commit has it
+        shown = m.show(ids[1])
+        assert shown.source == "team" and shown.warning == ""
+        assert shown.text == (repo / shown.path).read_text(encoding="utf-8")
 
 
 def test_push_reads_git_objects_not_the_work_tree(repo: Path, pg_url: str) -> None:
@@ -122,7 +129,8 @@ def test_push_reads_git_objects_not_the_work_tree(repo: Path, pg_url: str) -> No
 
 
 def test_incremental_push_equals_a_full_load_and_repeats_change_nothing(
-        repo: Path, pg_url: str, pg_server: PgServer) -> None:
+        any_repo: Path, pg_url: str, pg_server: PgServer) -> None:
+    repo = any_repo
     ids = _seed(repo)
     push(repo, pg_url)
     base = "agent-qa-knowledge/memory/records"

@@ -31,11 +31,14 @@ TYPE_CHECKING = False  # not `typing`'s (~2 ms): this runs first
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["HEAD", "Git", "discard", "prefetch", "start", "take", "tops_of"]
+__all__ = ["DIFF_FILES", "HEAD", "Git", "discard", "prefetch", "start", "take", "tops_of"]
 
 HEAD_ARGS = ("rev-parse", "--git-path", "index", "--verify", "-q", "HEAD")
 """git's index, then HEAD's commit; without a commit yet (HEAD unborn) the first line
 only, and exit 1."""
+DIFF_FILES = ("diff-files", "--name-only", "--relative", "-z")
+"""git's stat of every tracked file, its paths relative to memidex's root (``--relative``:
+memidex may live in a sub-folder of the repository, and git names paths from its top)."""
 HEAD: tuple[str, ...] = ()
 """The folders key of the ``rev-parse`` call (it does not depend on them)."""
 
@@ -113,10 +116,10 @@ def prefetch(root: str, tops: Sequence[str]) -> None:
     if a change set lands before the collector takes the shared lock, git may have seen
     part of it, and the collector asks again."""
     key = (root, tuple(tops))
-    if key in _STARTED or not tops or not os.path.isdir(os.path.join(root, ".git")):
+    if key in _STARTED or not tops or not _in_git(root):
         return
     gen = visibility.generation(os.path.join(root, os.path.dirname(tops[0])))
-    diff = start(root, "diff-files", "--name-only", "-z", "--", *tops)
+    diff = start(root, *DIFF_FILES, "--", *tops)
     if diff is None:
         return
     _STARTED[key] = (diff, gen)
@@ -124,6 +127,20 @@ def prefetch(root: str, tops: Sequence[str]) -> None:
         head = start(root, *HEAD_ARGS)
         if head is not None:
             _STARTED[(root, HEAD)] = (head, gen)
+
+
+def _in_git(root: str) -> bool:
+    """Whether ``root`` is in a git work tree, as far as a ``.git`` in it or above it
+    says (a folder, or in a linked worktree or a submodule a file): a few stats, where
+    starting git outside one costs a process."""
+    here = os.path.abspath(root)
+    while True:
+        if os.path.exists(os.path.join(here, ".git")):
+            return True
+        parent = os.path.dirname(here)
+        if parent == here:
+            return False
+        here = parent
 
 
 def take(root: str, tops: Sequence[str]) -> tuple[Git, str] | None:

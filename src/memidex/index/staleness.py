@@ -49,7 +49,7 @@ import json
 import os
 import time
 
-from memidex.index.prefetch import HEAD, HEAD_ARGS, Git, take
+from memidex.index.prefetch import DIFF_FILES, HEAD, HEAD_ARGS, Git, take
 from memidex.index.prefetch import start as _start
 from memidex.plain import Plain
 
@@ -186,7 +186,7 @@ def _asked(root: str, key: tuple[str, ...] | list[str], args: tuple[str, ...],
 
 
 def _diff_files(root: str, tops: list[str], generation: str | None = None) -> set[str] | None:
-    return _names(_asked(root, tops, ("diff-files", "--name-only", "-z", "--", *tops),
+    return _names(_asked(root, tops, (*DIFF_FILES, "--", *tops),
                          generation))
 
 
@@ -265,7 +265,7 @@ def take_snapshot(root: str, tops: list[str], paths: set[str], dirs: dict[str, i
                          *tops))
     if others is None or not paths <= tracked | others:
         return Snapshot(method="stat", scan_ns=now)  # some files are ignored by git
-    named = _names(_git(root, "diff-files", "--name-only", "-z", "--", *tops)) or set()
+    named = _names(_git(root, *DIFF_FILES, "--", *tops)) or set()
     head = before.head
     staged = _staged(root, tops, head)
     if staged is None:
@@ -299,7 +299,7 @@ def _tracked(out: str | None, *, listed: bool = True
 def _staged(root: str, tops: list[str], head: str | None) -> set[str] | None:
     """The files git's index holds with other content than ``head`` (every file in it,
     before the first commit)."""
-    return _names(_git(root, "diff-index", "--cached", "--name-only", "-z",
+    return _names(_git(root, "diff-index", "--cached", "--name-only", "--relative", "-z",
                        head or EMPTY_TREE, "--", *tops))
 
 
@@ -459,8 +459,8 @@ def _suspects(root: str, tops: list[str], snap: Snapshot, now: int, racy_after: 
         if head != snap.head:
             if snap.head is None or head is None:
                 return Suspects(method="git", full=True, reason="HEAD appeared or vanished")
-            between = _names(_git(root, "diff", "--name-only", "-z", "--no-renames",
-                                  snap.head, head, "--", *tops))
+            between = _names(_git(root, "diff", "--name-only", "--relative", "-z",
+                                  "--no-renames", snap.head, head, "--", *tops))
             if between is None:
                 return Suspects(method="git", full=True, reason="HEAD moved too far")
             paths |= between

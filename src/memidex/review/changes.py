@@ -115,8 +115,10 @@ def _changed(root: Path, base: str, head: str | None, under: str
 
     ``git diff --raw`` names the blobs on both sides, so their bytes are read by id: a
     ``rev:path`` lookup walks the records folder's tree (tens of thousands of entries)
-    once per file. A side that is the working tree, or absent, has the all-zero id."""
-    args = ["diff", "--raw", "-z", "--no-renames", "--no-abbrev", base]
+    once per file. A side that is the working tree, or absent, has the all-zero id.
+    ``--relative``: the paths from memidex's root, which may be a sub-folder of the
+    repository (git names them from its top)."""
+    args = ["diff", "--raw", "--relative", "-z", "--no-renames", "--no-abbrev", base]
     if head is not None:
         args.append(head)
     parts = _git(root, *args, "--", under).split("\0")

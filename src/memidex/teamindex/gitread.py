@@ -95,7 +95,8 @@ def blob_at(root: Path, commit: str, path: str) -> bytes | None:
     """The bytes of ``path`` in ``commit``; None when this clone does not have them (the
     commit not fetched, or no such file there)."""
     try:
-        out = _git(root, "cat-file", "blob", f"{commit}:{path}", check=False)
+        # ("./": the path from memidex's root, which may be a sub-folder of the repository)
+        out = _git(root, "cat-file", "blob", f"{commit}:./{path}", check=False)
     except StorageError:
         return None
     return out.stdout if out.returncode == 0 else None
@@ -112,7 +113,9 @@ def _visible(path: str, folder: str, policies: bool) -> bool:
 
 
 class GitTree:
-    """The records and policies of one commit."""
+    """The records and policies of one commit. Paths are from memidex's root, which may
+    be a sub-folder of the repository: ``ls-tree`` without ``--full-tree`` and ``diff
+    --relative`` name them from there (git's own names start at its top)."""
 
     def __init__(self, root: Path, commit: str, records_rel: str, policies_rel: str) -> None:
         self.root = root
@@ -121,7 +124,7 @@ class GitTree:
         self.policies_rel = policies_rel.strip("/")
 
     def _ls(self, folder: str, recursive: bool) -> list[Blob]:
-        args = ["ls-tree", "-z", "--full-tree", *(["-r"] if recursive else []), self.commit,
+        args = ["ls-tree", "-z", *(["-r"] if recursive else []), self.commit,
                 "--", f"{folder}/"]
         out: list[Blob] = []
         for entry in _git(self.root, *args).stdout.split(b"\0"):
@@ -143,7 +146,7 @@ class GitTree:
         return self._ls(self.policies_rel, False)
 
     def blob(self, path: str) -> Blob | None:
-        out = _git(self.root, "ls-tree", "-z", "--full-tree", self.commit, "--", path).stdout
+        out = _git(self.root, "ls-tree", "-z", self.commit, "--", path).stdout
         for entry in out.split(b"\0"):
             if entry:
                 meta, _ = entry.split(b"\t", 1)
@@ -154,8 +157,9 @@ class GitTree:
 
     def changes_since(self, older: str) -> list[Change]:
         """Record and policy paths that differ between ``older`` and this commit."""
-        out = _git(self.root, "diff", "--name-status", "-z", "--no-renames", "--no-ext-diff",
-                   older, self.commit, "--", f"{self.records_rel}/", f"{self.policies_rel}/")
+        out = _git(self.root, "diff", "--name-status", "--relative", "-z", "--no-renames",
+                   "--no-ext-diff", older, self.commit, "--", f"{self.records_rel}/",
+                   f"{self.policies_rel}/")
         fields = out.stdout.split(b"\0")
         changes: list[Change] = []
         for i in range(0, len(fields) - 1, 2):
