@@ -821,3 +821,31 @@ def test_git_path_in_a_sub_folder_of_the_repository(sub_repo: Path) -> None:
     report = _refresh(repo)
     assert report.method == "git" and report.touched == 0  # type: ignore[attr-defined]
     assert new.exists()
+
+
+@pytest.mark.parametrize("with_git", [True, False], ids=["git", "stat"])
+def test_a_policies_folder_moved_in_memidex_toml_is_read_from_the_new_one(
+        tmp_path: Path, with_git: bool) -> None:
+    """``policies_dir`` changed in memidex.toml: the index is in the same place, but what
+    the last look saw was another folder. The next look reads the new one (and forgets
+    the old one's policies), whatever git says about either."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    if with_git:
+        git(repo, "init", "-q")
+    init_repository(repo)
+    (repo / "memidex.toml").write_text('product = "shop-web"\n', encoding="utf-8")
+    (repo / "policies" / "old.yaml").write_text(POLICY.format(pid="old", rule="old rule"))
+    (repo / "rules").mkdir()
+    (repo / "rules" / "new.yaml").write_text(POLICY.format(pid="new", rule="new rule"))
+    if with_git:
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", "policies")
+    _age(repo)
+    for p in (repo / "rules", repo / "rules" / "new.yaml"):
+        os.utime(p, (OLD, OLD))
+    Memidex(repo).rebuild_index()
+    assert [p.id for p in Memidex(repo).brief("t", record=False).policies] == ["old"]
+    (repo / "memidex.toml").write_text('product = "shop-web"\npolicies_dir = "rules"\n',
+                                       encoding="utf-8")
+    assert [p.id for p in Memidex(repo).brief("t", record=False).policies] == ["new"]

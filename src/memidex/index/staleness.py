@@ -84,13 +84,13 @@ class Snapshot(Plain):
     """What the index last looked at (see the module docstring), kept in its meta."""
 
     __slots__ = ("method", "head", "git_index_mtime", "dirs", "untracked", "named", "staged",
-                 "many_staged", "scan_ns", "files")
+                 "many_staged", "scan_ns", "files", "tops")
 
     def __init__(self, method: str = "stat", head: str | None = None,
                  git_index_mtime: int = 0, dirs: dict[str, int] | None = None,
                  untracked: list[str] | None = None, named: list[str] | None = None,
                  staged: list[str] | None = None, many_staged: bool = False,
-                 scan_ns: int = 0, files: int = 0) -> None:
+                 scan_ns: int = 0, files: int = 0, tops: list[str] | None = None) -> None:
         self.method = method
         self.head = head
         self.git_index_mtime = git_index_mtime
@@ -106,13 +106,18 @@ class Snapshot(Plain):
         self.files = files
         """About how many record and policy files there are (the full scan's count, plus
         the names added since): what :data:`MAX_GIT_SUSPECTS` compares with."""
+        self.tops: list[str] = [] if tops is None else tops
+        """The record and policy folders looked at: another (``policies_dir`` changed in
+        memidex.toml) is not what the snapshot's claims are about, so the next look
+        scans every file."""
 
     def to_json(self) -> str:
         return json.dumps({"method": self.method, "head": self.head,
                            "git_index_mtime": self.git_index_mtime, "dirs": self.dirs,
                            "untracked": self.untracked, "named": self.named,
                            "staged": None if self.many_staged else self.staged,
-                           "scan_ns": self.scan_ns, "files": self.files},
+                           "scan_ns": self.scan_ns, "files": self.files,
+                           "tops": self.tops},
                           sort_keys=True, separators=(",", ":"))
 
     @classmethod
@@ -129,17 +134,17 @@ class Snapshot(Plain):
                        named=[str(p) for p in d["named"]],
                        staged=None if staged is None else [str(p) for p in staged],
                        many_staged=staged is None, scan_ns=int(d["scan_ns"]),
-                       files=int(d.get("files", 0)))
+                       files=int(d.get("files", 0)), tops=[str(t) for t in d["tops"]])
         except (ValueError, KeyError, TypeError, AttributeError, OverflowError):  # (1e400)
             return None
 
     def same_state(self, other: Snapshot) -> bool:
         """Equal in everything but the time of the look."""
         return (self.method, self.head, self.git_index_mtime, self.dirs, self.untracked,
-                self.named, self.staged, self.many_staged, self.files) == (
+                self.named, self.staged, self.many_staged, self.files, self.tops) == (
                     other.method, other.head, other.git_index_mtime, other.dirs,
                     other.untracked, other.named, other.staged, other.many_staged,
-                    other.files)
+                    other.files, other.tops)
 
 
 class Suspects(Plain):
@@ -272,7 +277,7 @@ def take_snapshot(root: str, tops: list[str], paths: set[str], dirs: dict[str, i
         return Snapshot(method="stat", scan_ns=now)
     return Snapshot(method="git", head=head, git_index_mtime=index_mtime, dirs=dict(dirs),
                     untracked=sorted((paths - tracked) | (paths & unwatched)),
-                    named=sorted(named), scan_ns=now, files=len(paths),
+                    named=sorted(named), scan_ns=now, files=len(paths), tops=list(tops),
                     **_staged_fields(staged))
 
 
@@ -399,6 +404,8 @@ def _looked(root: str, tops: list[str], snap: Snapshot | None,
     """The suspects by asking git (or every file, without a git snapshot)."""
     if snap is None or snap.method != "git":
         return Suspects(method="stat", full=True, reason="no git snapshot")
+    if snap.tops != tops:
+        return Suspects(method="git", full=True, reason="the folders are others")
     now = time.time_ns()
     racy_after = snap.scan_ns - RACY_NS
     dirs = dict(snap.dirs)
@@ -487,5 +494,6 @@ def _suspects(root: str, tops: list[str], snap: Snapshot, now: int, racy_after: 
                        os.path.lexists(os.path.join(root, p)))
     nxt = Snapshot(method="git", head=head, git_index_mtime=index_mtime, dirs=dirs,
                    untracked=untracked, named=sorted(modified), scan_ns=now,
-                   files=snap.files + len(added - was_untracked), **staged_fields)
+                   files=snap.files + len(added - was_untracked), tops=list(tops),
+                   **staged_fields)
     return Suspects(method="git", paths=paths, verify=verify, snapshot=nxt)
