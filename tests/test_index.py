@@ -849,3 +849,51 @@ def test_a_policies_folder_moved_in_memidex_toml_is_read_from_the_new_one(
     (repo / "memidex.toml").write_text('product = "shop-web"\npolicies_dir = "rules"\n',
                                        encoding="utf-8")
     assert [p.id for p in Memidex(repo).brief("t", record=False).policies] == ["new"]
+
+
+@pytest.mark.parametrize("first", ["empty", "not-a-record", "ignored", "hidden",
+                                   "staged", "committed"])
+def test_a_record_in_a_new_sub_folder_is_seen_whatever_the_folder_held_first(
+        repo: Path, first: str) -> None:
+    """A new sub-folder first seen empty (or holding only a file that is no record, one
+    git ignores, a hidden one, or records git tracks already): a record written into it
+    later moves only its own mtime, not its parent's. The look that saw the new folder
+    takes it among the folders it watches (by scanning every file), so the record is
+    seen."""
+    _git_repo_with_records(repo)
+    sub = repo / "agent-qa-knowledge/memory/records/fact/sub"
+    sub.mkdir()
+    if first == "not-a-record":
+        (sub / "notes.txt").write_text("notes\n")
+    elif first == "ignored":
+        (repo / ".gitignore").write_text("*.log\n")
+        (sub / "run.log").write_text("log\n")
+    elif first == "hidden":
+        (sub / ".draft.md").write_text("no front matter\n")
+    elif first in ("staged", "committed"):  # git tracks the folder's first record
+        early = make_record(anchor="el:nested:early", title="nested early")
+        (sub / f"{early.id}.md").write_text(dump_record(early), encoding="utf-8")
+        git(repo, "add", "-A")
+        if first == "committed":  # (as a pull brings it)
+            git(repo, "commit", "-qm", "a new folder")
+    for p in (sub, *sub.iterdir()):
+        os.utime(p, (OLD, OLD))
+    os.utime(sub.parent, (OLD + 7, OLD + 7))  # moved (by the mkdir), and not too recent
+    assert [h.title for h in Memidex(repo).search("item").results]  # the look that sees it
+    rec = make_record(anchor="el:nested:late", title="nested dugong")
+    (sub / f"{rec.id}.md").write_text(dump_record(rec), encoding="utf-8")
+    assert os.stat(sub.parent).st_mtime_ns == (OLD + 7) * 10**9  # its parent did not move
+    assert [h.title for h in Memidex(repo).search("dugong").results] == ["nested dugong"]
+
+
+def test_a_policies_folder_made_after_the_last_scan_is_read(repo: Path) -> None:
+    """The policies folder did not exist at the last scan (``policies_dir`` names one to
+    come): once made, its policies are served."""
+    _git_repo_with_records(repo)
+    (repo / "memidex.toml").write_text('product = "shop-web"\npolicies_dir = "rules"\n',
+                                       encoding="utf-8")
+    assert Memidex(repo).brief("t", record=False).policies == ()
+    assert Memidex(repo).brief("t", record=False).policies == ()
+    (repo / "rules").mkdir()
+    (repo / "rules" / "new.yaml").write_text(POLICY.format(pid="new", rule="new rule"))
+    assert [p.id for p in Memidex(repo).brief("t", record=False).policies] == ["new"]

@@ -379,8 +379,8 @@ def suspects(root: str, tops: list[str], snap: Snapshot | None, *,
              ) -> Suspects:
     """The paths to look at since ``snap`` (see the module docstring). ``generation``:
     the visibility generation the caller holds the shared lock under. ``keep``: whether
-    a new name in a moved folder can matter (a record or policy file: not an editor's
-    swap file, which no ignore rule now leaves out)."""
+    a path can matter (a record or policy file: not an editor's swap file, which no
+    ignore rule now leaves out; a folder, ending in ``/``: one the scan walks)."""
     watched = _WATCHED.get(root)
     if watched is None or watched.tops != tuple(tops):
         return _looked(root, tops, snap, generation, keep)
@@ -418,10 +418,14 @@ def _looked(root: str, tops: list[str], snap: Snapshot | None,
         if mtime != old or mtime >= racy_after:
             dirs[rel] = mtime
             moved.append(rel)
+    for top in tops:  # a folder that was not there at the last scan (no mtime to compare)
+        if top not in snap.dirs and os.path.isdir(os.path.join(root, top)):
+            return Suspects(method="git", full=True, reason=f"{top} appeared")
     # A name added to a folder is untracked (or staged, seen below); a tracked file that
     # is gone is in diff-files; an untracked one is in the snapshot. Listing the untracked
     # files of a moved folder runs alongside the other git calls.
-    lister = _start(root, "ls-files", "-z", "--others", "--", *moved) if moved else None
+    lister = _start(root, "ls-files", "-z", "--others", "--directory", "--",
+                    *moved) if moved else None
     try:
         return _suspects(root, tops, snap, now, racy_after, dirs, moved, lister,
                          generation, keep)
@@ -455,7 +459,8 @@ def _suspects(root: str, tops: list[str], snap: Snapshot, now: int, racy_after: 
         staged = _staged(root, tops, head)
         listed = _tracked(_finish_text(listing), listed=bool(snap.untracked))
         if staged is None or listed is None:
-            return Suspects(method="git", full=True, reason="git diff-index failed")
+            return Suspects(method="git", full=True,
+                            reason="git diff-index or ls-files failed")
         tracked, unwatched = listed
         paths |= unwatched
         verify |= unwatched
@@ -480,11 +485,15 @@ def _suspects(root: str, tops: list[str], snap: Snapshot, now: int, racy_after: 
         for path in others:
             if not keep(path):
                 continue
-            folder = path.rsplit("/", 1)[0]
-            if folder not in dirs:
+            if path.endswith("/"):  # a folder git tracks nothing in: empty, or all new
                 return Suspects(method="git", full=True, reason="a new folder appeared")
             added.add(path)
     paths |= added
+    # Every file that matters must be in a folder the snapshot watches: a record written
+    # later into a folder it does not moves only that folder's mtime. (A new folder whose
+    # files git tracks already — added, pulled — is not among git's untracked ones.)
+    if any(keep(p) and p.rsplit("/", 1)[0] not in dirs for p in paths):
+        return Suspects(method="git", full=True, reason="a new folder appeared")
     if len(paths) > max(MAX_GIT_SUSPECTS, snap.files // 2):
         return Suspects(method="git", full=True, reason=f"{len(paths)} files to look at")
     # (a file git now tracks leaves the list: git's diff-files names its changes from now
