@@ -897,3 +897,42 @@ def test_a_policies_folder_made_after_the_last_scan_is_read(repo: Path) -> None:
     (repo / "rules").mkdir()
     (repo / "rules" / "new.yaml").write_text(POLICY.format(pid="new", rule="new rule"))
     assert [p.id for p in Memidex(repo).brief("t", record=False).policies] == ["new"]
+
+
+def test_records_in_a_folder_git_tracks_nothing_in_are_looked_at_one_by_one(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A records folder of only uncommitted records (say ``unknown/`` before its first
+    commit): git lists such a folder as one name, yet a record added there is one
+    suspect, not a reason to scan every file — and a new sub-folder in it is seen."""
+    _git_repo_with_records(repo)
+    folder = repo / "agent-qa-knowledge/memory/records/unknown"
+    for p in folder.iterdir():
+        git(repo, "rm", "-q", "--cached", str(p.relative_to(repo)))  # (the .gitkeep)
+        p.unlink()
+    git(repo, "commit", "-qm", "no unknowns")
+    first = make_record(kind="unknown", anchor="el:u:first", title="first unknown")
+    write_record(repo, first)
+    Memidex(repo).rebuild_index()
+    _age(repo)
+    os.utime(folder, (OLD + 7, OLD + 7))
+    second = make_record(kind="unknown", anchor="el:u:second", title="second okapi")
+    path = write_record(repo, second)
+    os.utime(folder, (OLD + 9, OLD + 9))
+    from memidex.store.files import Store
+
+    def no_full_scan(self: Store, **kw: object) -> object:
+        raise AssertionError("a full scan for one new record")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Store, "scan_all", no_full_scan)
+        report = _refresh(repo)
+    assert report.method == "git"  # type: ignore[attr-defined]
+    assert report.added == [str(path.relative_to(repo))]  # type: ignore[attr-defined]
+    sub = folder / "deeper"
+    sub.mkdir()
+    os.utime(folder, (OLD + 11, OLD + 11))
+    assert _refresh(repo).added == []  # type: ignore[attr-defined]
+    rec = make_record(kind="unknown", anchor="el:u:deep", title="deep quoll")
+    (sub / f"{rec.id}.md").write_text(dump_record(rec), encoding="utf-8")
+    assert os.stat(folder).st_mtime_ns == (OLD + 11) * 10**9
+    assert [h.title for h in Memidex(repo).search("quoll").results] == ["deep quoll"]

@@ -273,10 +273,12 @@ def _lstat_files(root: str, paths: Sequence[str]) -> dict[str, FileStat | None] 
 
 def _watched(store: Store, path: str) -> bool:
     """A path a reported change can matter for: a record or a policy file, or (ending in
-    ``/``) a folder the scan walks: one under the records folder."""
+    ``/``) a folder the scan walks: one under the records folder, or the policies
+    folder (not its sub-folders)."""
     if path[:1] == "." or "/." in path:  # (a hidden part: a look names thousands)
         return False
-    if path.startswith(store.records_rel + "/") and path.endswith((".md", "/")):
+    if path.startswith(store.records_rel + "/") and path.endswith((".md", "/")) or \
+            path == store.policies_rel + "/":
         return True
     folder = path.rsplit("/", 1)[0]
     return folder == store.policies_rel and path.endswith((".yaml", ".yml"))

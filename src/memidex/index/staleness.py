@@ -399,6 +399,25 @@ def suspects(root: str, tops: list[str], snap: Snapshot | None, *,
     return sus
 
 
+def _listed(root: str, rel: str, dirs: dict[str, int], keep: Callable[[str], bool]
+            ) -> set[str] | None:
+    """The files that matter in the folder ``rel`` (not its sub-folders'); None when it
+    holds a sub-folder the snapshot does not watch (or cannot be read)."""
+    out: set[str] = set()
+    try:
+        with os.scandir(os.path.join(root, rel)) as entries:
+            for entry in entries:
+                path = f"{rel}/{entry.name}"
+                if entry.is_dir(follow_symlinks=False):
+                    if keep(path + "/") and path not in dirs:
+                        return None
+                elif keep(path):
+                    out.add(path)
+    except OSError:
+        return None
+    return out
+
+
 def _looked(root: str, tops: list[str], snap: Snapshot | None,
             generation: str | None, keep: Callable[[str], bool]) -> Suspects:
     """The suspects by asking git (or every file, without a git snapshot)."""
@@ -482,12 +501,22 @@ def _suspects(root: str, tops: list[str], snap: Snapshot, now: int, racy_after: 
         others = _finish(lister)
         if others is None:
             return Suspects(method="git", full=True, reason="git ls-files failed")
+        whole: list[str] = []  # folders watched already that git tracks nothing in
         for path in others:
             if not keep(path):
                 continue
             if path.endswith("/"):  # a folder git tracks nothing in: empty, or all new
-                return Suspects(method="git", full=True, reason="a new folder appeared")
+                if path[:-1] not in dirs:
+                    return Suspects(method="git", full=True, reason="a new folder appeared")
+                whole.append(path)
+                continue
             added.add(path)
+        for rel in moved:  # git named those only as a whole: their names, listed here
+            if any(rel == w[:-1] or rel.startswith(w) for w in whole):
+                names = _listed(root, rel, dirs, keep)
+                if names is None:
+                    return Suspects(method="git", full=True, reason="a new folder appeared")
+                added |= names
     paths |= added
     # Every file that matters must be in a folder the snapshot watches: a record written
     # later into a folder it does not moves only that folder's mtime. (A new folder whose
