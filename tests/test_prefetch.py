@@ -221,7 +221,7 @@ def test_a_repository_without_a_commit_costs_one_git_call_for_its_index_and_head
     """git's index and HEAD are asked in one call with a commit or without one (a new
     repository: HEAD is unborn) — not in three."""
     from memidex.app import Memidex
-    from memidex.index import staleness
+    from memidex.index import gitlook
 
     repo = tmp_path / "fresh"
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
@@ -230,20 +230,20 @@ def test_a_repository_without_a_commit_costs_one_git_call_for_its_index_and_head
     with Memidex(root=repo) as m:
         m.rebuild_index()
     asked: list[tuple[str, ...]] = []
-    real = staleness._start
+    real = gitlook.start
 
     def counted(root: str, *args: str) -> prefetch.Git | None:
         asked.append(args)
         return real(root, *args)
 
-    monkeypatch.setattr(staleness, "_start", counted)
+    monkeypatch.setattr(gitlook, "start", counted)
     for _ in range(2):
         with Memidex(root=repo) as m:
             assert [h.title for h in m.search("place order").results] == \
                 ["Place order is disabled"]
     heads = [a for a in asked if a[:1] == ("rev-parse",)]
     assert heads == [prefetch.HEAD_ARGS] * 2, asked
-    assert staleness._index_mtime_and_head(str(repo.resolve()))[1] is None  # unborn
+    assert gitlook.index_mtime_and_head(str(repo.resolve()))[1] is None  # unborn
 
 
 @pytest.mark.parametrize("layout", ["sub-folder", "worktree"])

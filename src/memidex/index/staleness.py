@@ -49,7 +49,8 @@ import json
 import os
 import time
 
-from memidex.index.prefetch import DIFF_FILES, HEAD, HEAD_ARGS, Git, take
+from memidex.index import gitlook
+from memidex.index.prefetch import DIFF_FILES, Git
 from memidex.index.prefetch import start as _start
 from memidex.plain import Plain
 
@@ -71,7 +72,6 @@ MAX_GIT_SUSPECTS = 5000
 a suspect costs about what a file of a full scan costs) — a full stat scan is cheaper than
 looking at each. (A fixed limit made every command scan every file once 5,000 records
 were left uncommitted: a search then cost ~6x.)"""
-EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 MAX_STAGED = 1000
 """Past this many files staged at a look, the snapshot keeps only that there were many (a
 repository whose first commit is still to come may have every file staged)."""
@@ -165,71 +165,6 @@ class Suspects(Plain):
         self.reason = reason
 
 
-def _git(root: str, *args: str) -> str | None:
-    """git's stdout, or None when it failed (or took over a minute: it is killed)."""
-    return _finish_text(_start(root, *args))
-
-
-def _finish_text(proc: Git | None, ok: tuple[int, ...] = (0,)) -> str | None:
-    if proc is None:
-        return None
-    out, _ = proc.communicate(timeout=60)
-    return None if proc.returncode not in ok else out.decode("utf-8", "surrogateescape")
-
-
-def _asked(root: str, key: tuple[str, ...] | list[str], args: tuple[str, ...],
-           generation: str | None, ok: tuple[int, ...] = (0,)) -> str | None:
-    """git's answer to ``args``: the call :func:`memidex.index.prefetch.prefetch` started
-    under ``key``, unless a change set landed since it was asked (then it is asked
-    again)."""
-    prefetched = take(root, key)
-    if prefetched is not None and (generation is None or prefetched[1] == generation):
-        return _finish_text(prefetched[0], ok)
-    if prefetched is not None:
-        prefetched[0].communicate()  # asked before a change set landed: reaped, unread
-    return _finish_text(_start(root, *args), ok)
-
-
-def _diff_files(root: str, tops: list[str], generation: str | None = None) -> set[str] | None:
-    return _names(_asked(root, tops, (*DIFF_FILES, "--", *tops),
-                         generation))
-
-
-def _names(out: str | None) -> set[str] | None:
-    return None if out is None else {p for p in out.split("\0") if p}
-
-
-def _head(root: str) -> str | None:
-    out = _git(root, "rev-parse", "-q", "--verify", "HEAD")
-    return out.strip() if out else None
-
-
-def _git_index_mtime(root: str) -> int | None:
-    path = _git(root, "rev-parse", "--git-path", "index")
-    if path is None:
-        return None
-    try:
-        return os.stat(os.path.join(root, path.strip())).st_mtime_ns
-    except OSError:
-        return 0
-
-
-def _index_mtime_and_head(root: str, generation: str | None = None
-                          ) -> tuple[int | None, str | None]:
-    """Both in one git call (HEAD None when it is unborn: a repository without a commit
-    yet, exit 1); the call :func:`memidex.index.prefetch.prefetch` started, unless a
-    change set landed since."""
-    out = _asked(root, HEAD, HEAD_ARGS, generation, ok=(0, 1))
-    lines = out.split("\n") if out is not None else []
-    if not lines or not lines[0]:
-        return _git_index_mtime(root), _head(root)
-    head = lines[1].strip() if len(lines) >= 2 and lines[1].strip() else None
-    try:
-        return os.stat(os.path.join(root, lines[0])).st_mtime_ns, head
-    except OSError:
-        return 0, head
-
-
 class Before(Plain):
     """What a full scan compares against next time, read before it read any file
     (:func:`before_scan`): the time, git's index file's mtime and HEAD. A file edited and
@@ -248,7 +183,7 @@ class Before(Plain):
 def before_scan(root: str) -> Before:
     """:class:`Before`, now: call it before a full scan lists or reads anything."""
     now = time.time_ns()
-    index_mtime, head = _index_mtime_and_head(root)
+    index_mtime, head = gitlook.index_mtime_and_head(root)
     return Before(now, index_mtime, head)
 
 
@@ -262,50 +197,23 @@ def take_snapshot(root: str, tops: list[str], paths: set[str], dirs: dict[str, i
     index_mtime = before.git_index_mtime
     if index_mtime is None:  # no git here
         return Snapshot(method="stat", scan_ns=now)
-    listed = _tracked(_git(root, "ls-files", "-v", "-z", "--", *tops))
+    listed = gitlook.tracked(gitlook.git_text(root, "ls-files", "-v", "-z", "--", *tops))
     if listed is None or listed[0] is None:
         return Snapshot(method="stat", scan_ns=now)
     tracked, unwatched = listed[0], listed[1]
-    others = _names(_git(root, "ls-files", "-z", "--others", "--exclude-standard", "--",
-                         *tops))
+    others = gitlook.names(gitlook.git_text(root, "ls-files", "-z", "--others",
+                                            "--exclude-standard", "--", *tops))
     if others is None or not paths <= tracked | others:
         return Snapshot(method="stat", scan_ns=now)  # some files are ignored by git
-    named = _names(_git(root, *DIFF_FILES, "--", *tops)) or set()
+    named = gitlook.names(gitlook.git_text(root, *DIFF_FILES, "--", *tops)) or set()
     head = before.head
-    staged = _staged(root, tops, head)
+    staged = gitlook.staged(root, tops, head)
     if staged is None:
         return Snapshot(method="stat", scan_ns=now)
     return Snapshot(method="git", head=head, git_index_mtime=index_mtime, dirs=dict(dirs),
                     untracked=sorted((paths - tracked) | (paths & unwatched)),
                     named=sorted(named), scan_ns=now, files=len(paths), tops=list(tops),
                     **_staged_fields(staged))
-
-
-def _tracked(out: str | None, *, listed: bool = True
-             ) -> tuple[set[str] | None, set[str]] | None:
-    """From ``git ls-files -v -z``: the tracked files (unless not ``listed``: None), and
-    those of them git is told not to look at (assume-unchanged: a lowercase tag;
-    skip-worktree: ``S``)."""
-    if out is None:
-        return None
-    if not listed and out.count("\0") == out.startswith("H ") + out.count("\0H "):
-        return None, set()  # every entry is a plain one (two counts: ~5 ms at 100,000)
-    tracked: set[str] = set()
-    unwatched: set[str] = set()
-    for entry in out.split("\0"):
-        if len(entry) > 2:
-            path = entry[2:]
-            tracked.add(path)
-            if entry[0] == "S" or entry[0].islower():
-                unwatched.add(path)
-    return tracked, unwatched
-
-
-def _staged(root: str, tops: list[str], head: str | None) -> set[str] | None:
-    """The files git's index holds with other content than ``head`` (every file in it,
-    before the first commit)."""
-    return _names(_git(root, "diff-index", "--cached", "--name-only", "--relative", "-z",
-                       head or EMPTY_TREE, "--", *tops))
 
 
 def _staged_fields(staged: set[str]) -> dict[str, Any]:
@@ -315,7 +223,7 @@ def _staged_fields(staged: set[str]) -> dict[str, Any]:
 
 
 def _finish(proc: Git | None) -> set[str] | None:
-    return _names(_finish_text(proc))
+    return gitlook.names(gitlook.finish_text(proc))
 
 
 class Watch(Protocol):
@@ -457,8 +365,8 @@ def _suspects(root: str, tops: list[str], snap: Snapshot, now: int, racy_after: 
               dirs: dict[str, int], moved: list[str],
               lister: Git | None, generation: str | None,
               keep: Callable[[str], bool]) -> Suspects:
-    index_mtime, head = _index_mtime_and_head(root, generation)
-    modified = _diff_files(root, tops, generation)
+    index_mtime, head = gitlook.index_mtime_and_head(root, generation)
+    modified = gitlook.diff_files(root, tops, generation)
     if index_mtime is None or modified is None:
         return Suspects(method="stat", full=True, reason="git is not available here")
     was_untracked = set(snap.untracked)
@@ -475,8 +383,8 @@ def _suspects(root: str, tops: list[str], snap: Snapshot, now: int, racy_after: 
             return Suspects(method="git", full=True,
                             reason=f"over {MAX_STAGED} files were staged")
         listing = _start(root, "ls-files", "-v", "-z", "--", *tops)
-        staged = _staged(root, tops, head)
-        listed = _tracked(_finish_text(listing), listed=bool(snap.untracked))
+        staged = gitlook.staged(root, tops, head)
+        listed = gitlook.tracked(gitlook.finish_text(listing), listed=bool(snap.untracked))
         if staged is None or listed is None:
             return Suspects(method="git", full=True,
                             reason="git diff-index or ls-files failed")
@@ -490,8 +398,9 @@ def _suspects(root: str, tops: list[str], snap: Snapshot, now: int, racy_after: 
         if head != snap.head:
             if snap.head is None or head is None:
                 return Suspects(method="git", full=True, reason="HEAD appeared or vanished")
-            between = _names(_git(root, "diff", "--name-only", "--relative", "-z",
-                                  "--no-renames", snap.head, head, "--", *tops))
+            between = gitlook.names(gitlook.git_text(
+                root, "diff", "--name-only", "--relative", "-z", "--no-renames", snap.head,
+                head, "--", *tops))
             if between is None:
                 return Suspects(method="git", full=True, reason="HEAD moved too far")
             paths |= between
