@@ -255,7 +255,6 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
     import secrets
 
     started = time.perf_counter()
-    scan_ns = time.time_ns()
     before = before_scan(str(store.root))
     files, policy_files, scan_problems, dirs = store.scan_all(stat=False)
     # The staleness snapshot (git calls, ~0.4 s at 100k) runs in a thread while the files
@@ -323,7 +322,7 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
             "tokenizer": TOKENIZER,
             "memidex_version": __version__,
             "fingerprint": xor_hex(fingerprint),
-            "built_at": str(scan_ns),
+            "built_at": str(before.scan_ns),
             "snapshot": _joined(snapper, snapshot).to_json(),
             "knowledge_dir": store.config.knowledge_dir,
             "policies_dir": store.config.policies_dir,

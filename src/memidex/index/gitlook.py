@@ -15,7 +15,7 @@ import os
 
 from memidex.index.prefetch import DIFF_FILES, HEAD, HEAD_ARGS, Git, start, take
 
-__all__ = ["EMPTY_TREE", "asked", "diff_files", "finish_text", "git_text",
+__all__ = ["EMPTY_TREE", "asked", "diff_files", "finish_names", "finish_text", "git_text",
            "index_mtime_and_head", "names", "staged", "tracked"]
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -58,6 +58,11 @@ def names(out: str | None) -> set[str] | None:
     return None if out is None else {p for p in out.split("\0") if p}
 
 
+def finish_names(proc: Git | None) -> set[str] | None:
+    """The paths a started ``-z`` call answers (None: it failed)."""
+    return names(finish_text(proc))
+
+
 def _head(root: str) -> str | None:
     out = git_text(root, "rev-parse", "-q", "--verify", "HEAD")
     return out.strip() if out else None
@@ -79,8 +84,10 @@ def index_mtime_and_head(root: str, generation: str | None = None
     unborn: a repository without a commit yet, exit 1); the call
     :func:`memidex.index.prefetch.prefetch` started, unless a change set landed since."""
     out = asked(root, HEAD, HEAD_ARGS, generation, ok=(0, 1))
-    lines = out.split("\n") if out is not None else []
-    if not lines or not lines[0]:
+    if out is None:  # no git, or not a repository: asking twice more would say so again
+        return None, None
+    lines = out.split("\n")
+    if not lines[0]:
         return _git_index_mtime(root), _head(root)
     head = lines[1].strip() if len(lines) >= 2 and lines[1].strip() else None
     try:
@@ -89,14 +96,14 @@ def index_mtime_and_head(root: str, generation: str | None = None
         return 0, head
 
 
-def tracked(out: str | None, *, listed: bool = True
+def tracked(out: str | None, *, every: bool = True
             ) -> tuple[set[str] | None, set[str]] | None:
-    """From ``git ls-files -v -z``: the tracked files (unless not ``listed``: None), and
-    those of them git is told not to look at (assume-unchanged: a lowercase tag;
-    skip-worktree: ``S``)."""
+    """From ``git ls-files -v -z``: the tracked files (None unless ``every`` is asked
+    for), and those of them git is told not to look at (assume-unchanged: a lowercase
+    tag; skip-worktree: ``S``)."""
     if out is None:
         return None
-    if not listed and out.count("\0") == out.startswith("H ") + out.count("\0H "):
+    if not every and out.count("\0") == out.startswith("H ") + out.count("\0H "):
         return None, set()  # every entry is a plain one (two counts: ~5 ms at 100,000)
     files: set[str] = set()
     unwatched: set[str] = set()

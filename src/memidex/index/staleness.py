@@ -222,10 +222,6 @@ def _staged_fields(staged: set[str]) -> dict[str, Any]:
     return {"staged": sorted(staged), "many_staged": False}
 
 
-def _finish(proc: Git | None) -> set[str] | None:
-    return gitlook.names(gitlook.finish_text(proc))
-
-
 class Watch(Protocol):
     """A watcher of the record and policy folders (:class:`memidex.warm.watch.Watcher`)."""
 
@@ -384,7 +380,7 @@ def _suspects(root: str, tops: list[str], snap: Snapshot, now: int, racy_after: 
                             reason=f"over {MAX_STAGED} files were staged")
         listing = _start(root, "ls-files", "-v", "-z", "--", *tops)
         staged = gitlook.staged(root, tops, head)
-        listed = gitlook.tracked(gitlook.finish_text(listing), listed=bool(snap.untracked))
+        listed = gitlook.tracked(gitlook.finish_text(listing), every=bool(snap.untracked))
         if staged is None or listed is None:
             return Suspects(method="git", full=True,
                             reason="git diff-index or ls-files failed")
@@ -407,7 +403,7 @@ def _suspects(root: str, tops: list[str], snap: Snapshot, now: int, racy_after: 
             verify |= between
     added: set[str] = set()
     if moved:
-        others = _finish(lister)
+        others = gitlook.finish_names(lister)
         if others is None:
             return Suspects(method="git", full=True, reason="git ls-files failed")
         whole: list[str] = []  # folders watched already that git tracks nothing in
