@@ -279,8 +279,7 @@ def _kept(old: Snapshot | None, new: Snapshot) -> set[str]:
 
 
 def suspects(root: str, tops: list[str], snap: Snapshot | None, *,
-             generation: str | None = None, keep: Callable[[str], bool] = bool
-             ) -> Suspects:
+             keep: Callable[[str], bool], generation: str | None = None) -> Suspects:
     """The paths to look at since ``snap`` (see the module docstring). ``generation``:
     the visibility generation the caller holds the shared lock under. ``keep``: whether
     a path can matter (a record or policy file: not an editor's swap file, which no
