@@ -936,3 +936,32 @@ def test_records_in_a_folder_git_tracks_nothing_in_are_looked_at_one_by_one(
     (sub / f"{rec.id}.md").write_text(dump_record(rec), encoding="utf-8")
     assert os.stat(folder).st_mtime_ns == (OLD + 11) * 10**9
     assert [h.title for h in Memidex(repo).search("quoll").results] == ["deep quoll"]
+
+
+@pytest.mark.parametrize("folder", [":(glob)kb", ":(exclude)kb", "k*b"])
+def test_folder_names_are_never_pathspec_magic_to_git(tmp_path: Path, folder: str) -> None:
+    """A knowledge folder whose name git would read as pathspec magic (``:(glob)``,
+    ``:(exclude)``) or a wildcard: every path memidex gives git is literal, so the look
+    keeps the git method and sees an edit in place."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "memidex.toml").write_text(f'product = "shop-web"\nknowledge_dir = "{folder}"\n',
+                                       encoding="utf-8")
+    init_repository(repo)
+    records = repo / folder / "records" / "fact"
+    rec = make_record(anchor="el:item:magic", title="item magic")
+    path = records / f"{rec.id}.md"
+    path.write_text(dump_record(rec), encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "records")
+    _age_folder = [records.parent, *records.parent.rglob("*")]
+    for p in _age_folder:
+        os.utime(p, (OLD, OLD))
+    os.utime(repo / ".git/index", (OLD, OLD))
+    Memidex(repo).rebuild_index()
+    assert _refresh(repo).method == "git"  # type: ignore[attr-defined]
+    with path.open("a") as f:
+        f.write("Pangolin.\n")
+    os.utime(records, (OLD, OLD))
+    assert [h.title for h in Memidex(repo).search("pangolin").results] == ["item magic"]

@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from conftest import git, make_record, run_cli, write_record
+from memidex.records.codec import dump_record
 from memidex.records.model import Evidence, Trust, Valid
 from memidex.records.transitions import confirm, deprecate, quarantine, supersede_in_place
 
@@ -111,3 +112,27 @@ def test_review_unknown_revision_exits_2(repo: Path) -> None:
     git(repo, "commit", "-q", "--allow-empty", "-m", "x")
     out = run_cli(repo, "knowledge", "review", "no-such-branch")
     assert out.returncode == 2 and out.stderr.startswith("error:")
+
+
+def test_review_of_a_folder_whose_name_git_could_read_as_pathspec_magic(
+        tmp_path: Path) -> None:
+    """``knowledge_dir = ":(glob)kb"``: git is given every path literally
+    (``--literal-pathspecs``); read as magic it named the folder ``kb``, and the review
+    saw no change at all."""
+    from memidex.store.layout import init_repository
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "memidex.toml").write_text('product = "shop-web"\nknowledge_dir = ":(glob)kb"\n',
+                                       encoding="utf-8")
+    init_repository(repo)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    git(repo, "branch", "-M", "main")
+    rec = make_record(anchor="el:link:new", title="untracked new")
+    folder = repo / ":(glob)kb" / "records" / "fact"
+    (folder / f"{rec.id}.md").write_text(dump_record(rec), encoding="utf-8")
+    data = json.loads(run_cli(repo, "knowledge", "review", "--json", check=True).stdout)
+    assert {c["title"]: verb for verb, cs in data["products"]["shop-web"].items()
+            for c in cs} == {"untracked new": "added"}

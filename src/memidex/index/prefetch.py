@@ -31,7 +31,8 @@ TYPE_CHECKING = False  # not `typing`'s (~2 ms): this runs first
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["DIFF_FILES", "HEAD", "Git", "discard", "prefetch", "start", "take", "tops_of"]
+__all__ = ["DIFF_FILES", "GIT_OPTIONS", "HEAD", "Git", "discard", "prefetch", "start", "take",
+           "tops_of"]
 
 HEAD_ARGS = ("rev-parse", "--git-path", "index", "--verify", "-q", "HEAD")
 """git's index, then HEAD's commit; without a commit yet (HEAD unborn) the first line
@@ -39,6 +40,10 @@ only, and exit 1."""
 DIFF_FILES = ("diff-files", "--name-only", "--relative", "-z")
 """git's stat of every tracked file, its paths relative to memidex's root (``--relative``:
 memidex may live in a sub-folder of the repository, and git names paths from its top)."""
+GIT_OPTIONS = ("--no-optional-locks", "--literal-pathspecs")
+"""Before every command: no optional lock (a look never writes git's index), and every
+path given taken as it is — a folder named ``:(glob)kb`` or ``k*b`` is that folder, not
+pathspec magic or a wildcard."""
 HEAD: tuple[str, ...] = ()
 """The folders key of the ``rev-parse`` call (it does not depend on them)."""
 
@@ -88,7 +93,8 @@ class Git:
 
 
 def start(root: str, *args: str) -> Git | None:
-    """``git --no-optional-locks -C ROOT ARGS``, its stdout piped, stderr discarded."""
+    """``git --no-optional-locks --literal-pathspecs -C ROOT ARGS`` (:data:`GIT_OPTIONS`), its
+    stdout piped, stderr discarded."""
     import _signal  # type: ignore[import-not-found]  # (`signal` imports enum)
 
     try:
@@ -97,7 +103,7 @@ def start(root: str, *args: str) -> Git | None:
         return None
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
     try:
-        pid = os.posix_spawnp("git", ["git", "--no-optional-locks", "-C", root, *args], env,
+        pid = os.posix_spawnp("git", ["git", *GIT_OPTIONS, "-C", root, *args], env,
                               file_actions=[(os.POSIX_SPAWN_DUP2, write, 1),
                                             (os.POSIX_SPAWN_OPEN, 2, os.devnull,
                                              os.O_WRONLY, 0)],

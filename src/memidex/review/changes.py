@@ -83,8 +83,8 @@ _ORDER = {v: i for i, v in enumerate(VERBS)}
 
 def _git(root: Path, *args: str, required: bool = True) -> str:
     """git's output; when git fails, a :class:`UsageError` (``required``) or ``""``."""
-    out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
-                         check=False)
+    out = subprocess.run(["git", "--literal-pathspecs", *args], cwd=root, capture_output=True,
+                         text=True, check=False)  # (a folder's name is never pathspec magic)
     if out.returncode == 0:
         return out.stdout
     if not required:

@@ -38,8 +38,8 @@ class Change:
 
 def _git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
     try:
-        out = subprocess.run(["git", "-C", str(root), *args], capture_output=True,
-                             check=False)
+        out = subprocess.run(["git", "--literal-pathspecs", "-C", str(root), *args],
+                             capture_output=True, check=False)  # (names are never magic)
     except FileNotFoundError:
         raise StorageError("git is not installed: the team index reads records from git",
                            hint="install git") from None
