@@ -173,3 +173,98 @@ def test_without_the_index_the_search_is_no_oracle_either(repo: Path) -> None:
         assert out.returncode == 0 and data["level"] == "bundle-scan", out.stdout
         assert [r["title"] for r in data["results"]] == (
             [] if guess == WORD_SECRET else ["The API key field"]), (guess, data)
+
+
+def _index_bytes(repo: Path) -> bytes:
+    index = repo / "agent-qa-knowledge/memory/index/memidex.sqlite"
+    return b"".join(p.read_bytes() for p in index.parent.glob("memidex.sqlite*"))
+
+
+def _built_at(repo: Path) -> str:
+    import sqlite3
+
+    conn = sqlite3.connect(repo / "agent-qa-knowledge/memory/index/memidex.sqlite")
+    try:
+        return str(conn.execute("SELECT value FROM meta WHERE key = 'built_at'").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def _titles(repo: Path, query: str) -> list[str]:
+    out = run_cli(repo, "knowledge", "search", query, "--json")
+    assert out.returncode == 0, out.stderr
+    return [r["title"] for r in json.loads(out.stdout)["results"]]
+
+
+def test_a_secret_declared_after_the_index_was_built_leaves_the_index_at_the_next_command(
+        repo: Path) -> None:
+    write_record(repo, make_record(anchor="el:input:api-key", title="The API key field",
+                                   body=f"Paste {WORD_SECRET} into the API key field."))
+    assert run_cli(repo, "knowledge", "rebuild-index").returncode == 0
+    assert _titles(repo, WORD_SECRET) == ["The API key field"]  # not a secret yet
+    assert WORD_SECRET.encode() in _index_bytes(repo)
+    _secrets(repo)  # now it is: no command may find the record by it, nor keep it
+    assert _titles(repo, WORD_SECRET) == []
+    assert WORD_SECRET.encode() not in _index_bytes(repo)
+    assert _titles(repo, "api key") == ["The API key field"]
+    shown = run_cli(repo, "knowledge", "search", "api key", "--json").stdout
+    assert WORD_SECRET not in shown and "[secret:" in shown
+    # the same secrets written again, or the file touched: nothing to rebuild
+    built = _built_at(repo)
+    _secrets(repo)
+    os.utime(repo / ".agent-qa/secrets.yaml")
+    assert _titles(repo, "api key") == ["The API key field"]
+    assert _built_at(repo) == built
+    # the secret withdrawn: the record is found by its own words again
+    (repo / ".agent-qa/secrets.yaml").write_text(f"door: {SECRET}\n", encoding="utf-8")
+    assert _titles(repo, WORD_SECRET) == ["The API key field"]
+    (repo / ".agent-qa/secrets.yaml").unlink()
+    assert _titles(repo, WORD_SECRET) == ["The API key field"]
+    _secrets(repo)
+    assert _titles(repo, WORD_SECRET) == []
+
+
+def test_a_secret_declared_while_a_daemon_serves_is_masked_by_it(repo: Path) -> None:
+    from test_warm import Daemon, cli
+
+    write_record(repo, make_record(anchor="el:input:api-key", title="The API key field",
+                                   body=f"Paste {WORD_SECRET} into the API key field."))
+    assert run_cli(repo, "knowledge", "rebuild-index").returncode == 0
+    served = Daemon(repo)
+    try:
+        warm = cli(repo, "knowledge", "search", WORD_SECRET, "--json", warm="require")
+        assert [r["title"] for r in json.loads(warm.stdout)["results"]] == \
+            ["The API key field"]
+        _secrets(repo)
+        warm = cli(repo, "knowledge", "search", WORD_SECRET, "--json", warm="require")
+        assert warm.returncode == 0, warm.stderr
+        assert json.loads(warm.stdout)["results"] == []
+        warm = cli(repo, "knowledge", "search", "api key", "--json", warm="require")
+        assert WORD_SECRET not in warm.stdout and "[secret:" in warm.stdout
+        assert WORD_SECRET.encode() not in _index_bytes(repo)
+    finally:
+        served.kill()
+
+
+def test_a_secrets_file_that_is_a_fifo_or_a_device_is_refused_not_waited_on(
+        repo: Path) -> None:
+    """open() of a FIFO waits for a writer forever; taking it for "no secrets" would
+    unmask every one: the command stops at once, exit 4, naming the file."""
+    import subprocess
+
+    write_record(repo, make_record(anchor="el:input:api-key", title="The API key field",
+                                   body="Paste the key into the API key field."))
+    secrets = repo / ".agent-qa/secrets.yaml"
+    secrets.parent.mkdir(exist_ok=True)
+    os.mkfifo(secrets)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMIDEX_")}
+    for target in (None, "/dev/zero"):
+        if target is not None:
+            secrets.unlink()
+            secrets.symlink_to(target)
+        out = subprocess.run([sys.executable, "-m", "memidex", "--root", str(repo),
+                              "knowledge", "search", "api key"], capture_output=True,
+                             text=True, env=env, timeout=20, check=False)
+        assert out.returncode == 4, out.stderr
+        assert "secrets.yaml: the secrets file is not a regular file" in out.stderr
+        assert "Traceback" not in out.stderr

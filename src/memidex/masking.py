@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import time
 from functools import lru_cache
 from pathlib import Path
 
@@ -82,6 +83,28 @@ _SECRET_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*): (.+)")
 _QUOTED = re.compile(r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt])*"')
 
 
+def _regular_text(path: Path) -> str:
+    """The secrets file's text — opened without blocking, and read only when it is a
+    regular file (a symlink to one included): a FIFO would wait for a writer forever, a
+    device never end, and taking either for "no secrets" would unmask them all."""
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError
+        if not stat.S_ISREG(mode):
+            raise ConfigError(f"{path}: the secrets file is not a regular file",
+                              hint="make it a YAML file of NAME: value lines")
+        chunks: list[bytes] = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("utf-8")
+
+
 def _read_simple(text: str) -> dict[str, str] | None:
     """``NAME: value`` lines (plain or JSON-quoted values), without importing PyYAML;
     None for anything else (PyYAML then reads the file)."""
@@ -106,7 +129,9 @@ def _read_simple(text: str) -> dict[str, str] | None:
     return out
 
 
-_LOADED: dict[str, tuple[tuple[int, int], Masker]] = {}
+_LOADED: dict[str, tuple[tuple[int, ...], Masker]] = {}
+_RACY_NS = 2_000_000_000
+"""A secrets file changed this close to a read may change again within its mtime tick."""
 
 _ESCAPED_SEP = (r"(?:\s|[\x00-\x1f\x7f-\xa0\u00ad\u200b-\u200f\u2028-\u202f\u2060-\u206f"
                 r"\ufeff]|\\[tnr0abefv _NLP]|\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}"
@@ -157,24 +182,30 @@ class Masker(Frozen):
 
     @classmethod
     def load(cls, path: Path) -> Masker:
-        """The secrets in ``path`` (none when it does not exist); cached by size and
-        modification time, so a long-lived process reads it again only when it changed."""
+        """The secrets in ``path`` (none when it does not exist); cached by its stat, so
+        a long-lived process reads it again only when it changed — and always while its
+        last change is too recent to vouch for (written again within its timestamp's
+        tick, a file of the same size keeps the same stat)."""
         try:
             st = os.stat(path)
         except OSError:
             return cls()
         key = str(path)
+        stamp = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         cached = _LOADED.get(key)
-        if cached is not None and cached[0] == (st.st_size, st.st_mtime_ns):
+        if cached is not None and cached[0] == stamp:
             return cached[1]
         masker = cls._read(path)
-        _LOADED[key] = ((st.st_size, st.st_mtime_ns), masker)
+        if max(st.st_mtime_ns, st.st_ctime_ns) < time.time_ns() - _RACY_NS:
+            _LOADED[key] = (stamp, masker)
+        else:
+            _LOADED.pop(key, None)
         return masker
 
     @classmethod
     def _read(cls, path: Path) -> Masker:
         try:
-            text = path.read_text(encoding="utf-8")
+            text = _regular_text(path)
         except UnicodeDecodeError as exc:
             raise ConfigError(f"{path}: cannot read the secrets file: {exc}") from None
         except IsADirectoryError:

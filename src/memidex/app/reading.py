@@ -129,6 +129,7 @@ class Reading:
     def open(self, *, refresh: bool = True) -> IndexDB | None:
         """The open, up-to-date index, or ``None`` (and :attr:`note` says why)."""
         from memidex.index.db import IndexDB, IndexOutdated, IndexSwapped
+        from memidex.index.maskmark import MaskChanged
         from memidex.index.refresh import refresh as refresh_index
 
         upgraded = False
@@ -158,6 +159,13 @@ class Reading:
             except IndexSwapped:
                 self.close()
                 continue
+            except MaskChanged:
+                self.close()
+                if upgraded or not self._upgrade(None):
+                    self.note = self.note or "the secrets changed while the index was rebuilt"
+                    return None
+                upgraded = True
+                continue
             except IndexUnavailableError as exc:
                 self.note = exc.message
                 self.close()
@@ -170,17 +178,19 @@ class Reading:
         self.note = "the index kept being replaced"
         return None
 
-    def _upgrade(self, pending: list[str]) -> bool:
-        """An index built by an earlier memidex: migrate or rebuild it now (once), so the
-        command that found it answers from an up-to-date index. False (and :attr:`note`)
-        when that fails; the command then scans the records."""
+    def _upgrade(self, pending: list[str] | None) -> bool:
+        """An index from an earlier memidex (``pending`` migrations), or masked with other
+        secrets (None: :mod:`memidex.index.maskmark`): migrate or rebuild it now, once, so
+        the command answers from an up-to-date index. False (and :attr:`note`) when that
+        fails; the command then scans the records, masking what it prints."""
         from memidex.index.build import upgrade
 
         try:
             upgrade(self.store, self.config.index_path, pending)
         except (OSError, IndexUnavailableError) as exc:
-            self.note = (f"the index is from an earlier memidex and could not be brought up "
-                         f"to date ({exc})")
+            self.note = ("the secrets changed and the index could not be rebuilt" if
+                         pending is None else "the index is from an earlier memidex and "
+                         "could not be brought up to date") + f" ({exc})"
             return False
         return True
 

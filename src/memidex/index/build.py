@@ -41,6 +41,8 @@ from memidex.index.db import (
     xor_hex,
 )
 from memidex.index.leftovers import clear_target, remove_stale_builds, stale_builds
+from memidex.index.maskmark import KEY as MASK_KEY
+from memidex.index.maskmark import mark, secrets_path
 from memidex.index.rows import FileRows, file_rows, history_rows, record_row
 from memidex.index.schema import POST_LOAD, SCHEMA_VERSION, TOKENIZER
 from memidex.index.segments import SegmentMerger, SegmentWriter, accepts_segments
@@ -256,6 +258,8 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
 
     started = time.perf_counter()
     before = before_scan(str(store.root))
+    # before a record is read: secrets changed meanwhile make the next look rebuild again
+    secrets_mark = mark(secrets_path(store.config))
     files, policy_files, scan_problems, dirs = store.scan_all(stat=False)
     # The staleness snapshot (git calls, ~0.4 s at 100k) runs in a thread while the files
     # are parsed — started once the parser processes exist, since forking while another
@@ -326,6 +330,7 @@ def rebuild(store: Store, target: Path, *, jobs: int | None = None,
             "snapshot": _joined(snapper, snapshot).to_json(),
             "knowledge_dir": store.config.knowledge_dir,
             "policies_dir": store.config.policies_dir,
+            MASK_KEY: secrets_mark,
         })
         conn.execute("COMMIT")
         if merger is not None:
@@ -378,16 +383,18 @@ def _build_error(exc: sqlite3.Error | OSError, target: Path) -> MemidexError:
                         " rebuild-index` again; the old index and the records are intact")
 
 
-def upgrade(store: Store, target: Path, pending: Sequence[str], *,
+def upgrade(store: Store, target: Path, pending: Sequence[str] | None, *,
             jobs: int | None = None) -> str:
     """Bring an index built by an earlier memidex up to date: apply the ``pending``
     migrations in place, or rebuild it when one of them changes what the rows hold
-    (:data:`memidex.index.schema.REBUILT_BY`). Returns ``"migrated"`` or ``"rebuilt"``."""
+    (:data:`memidex.index.schema.REBUILT_BY`) — or when ``pending`` is None: the index
+    was masked with other secrets (:mod:`memidex.index.maskmark`). Returns
+    ``"migrated"`` or ``"rebuilt"``."""
     from memidex.index.db import translated
     from memidex.index.schema import REBUILT_BY
 
     with translated():  # SQLite's errors leave as IndexUnavailableError
-        if REBUILT_BY & set(pending):
+        if pending is None or REBUILT_BY & set(pending):
             rebuild(store, target, jobs=jobs)
             return "rebuilt"
         conn = sqlite3.connect(target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)

@@ -419,8 +419,8 @@ class IndexDB(Plain):
     def dump(self) -> dict[str, Any]:
         """The logical contents (no rowids, no build time) — what rebuilds must agree on."""
         c = self.conn
-        meta = {k: v for k, v in self.meta().items() if k not in ("built_at", "snapshot",
-                                                           "vectors_generation")}
+        meta = {k: v for k, v in self.meta().items() if k not in (
+            "built_at", "snapshot", "vectors_generation", "secrets")}  # (looks, salted)
         return {
             "meta": meta,
             # mtime and inode are a cache for the staleness check, not content: a file

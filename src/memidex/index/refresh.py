@@ -29,7 +29,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
 from memidex.errors import Problem
-from memidex.index import staleness
+from memidex.index import maskmark, staleness
 from memidex.index.db import (
     IndexDB,
     file_digest,
@@ -352,6 +352,14 @@ def _delete_paths(conn: sqlite3.Connection, paths: Sequence[str],
     return fp
 
 
+def _secrets_checked(store: Store, db: IndexDB) -> str | None:
+    """:func:`memidex.index.maskmark.compare` of the secrets file with the index's mark:
+    None (as it was), the mark to write (the same secrets), or :class:`MaskChanged`."""
+    row = db.conn.execute("SELECT value FROM meta WHERE key = ?", (maskmark.KEY,)).fetchone()
+    return maskmark.compare(maskmark.secrets_path(store.config),
+                            None if row is None else str(row[0]))
+
+
 def _racy(snap: Snapshot) -> bool:
     """Was something too recent to trust at that look (so a later look should be kept)?"""
     limit = snap.scan_ns - RACY_NS
@@ -366,6 +374,7 @@ def refresh(store: Store, db: IndexDB) -> RefreshReport:
     so every change set is seen whole: all its files old or all new. (The build's row
     projection is imported only when something changed: a search on an up-to-date index
     does without it.)"""
+    remarked = _secrets_checked(store, db)  # MaskChanged: rebuild, the facade's to do
     with visibility.shared(store.knowledge) as vis:
         changes = _landed_changes(store, db) or detect_changes(
             store, db, generation=vis.generation)
@@ -393,15 +402,16 @@ def refresh(store: Store, db: IndexDB) -> RefreshReport:
 
     snapshot = changes.snapshot
     assert snapshot is not None
+    marks = {} if remarked is None else {maskmark.KEY: remarked}
     if changes.empty:
         old = Snapshot.from_json(db.meta().get("snapshot"))
-        if old is not None and old.same_state(snapshot) and not _racy(old):
+        if old is not None and old.same_state(snapshot) and not _racy(old) and not marks:
             return report  # nothing changed, nothing to remember: no write at all
         if db.readonly:
             return report  # up to date; the new snapshot only saves the next look time
         try:
             with db.begin_write():
-                write_meta(conn, {"snapshot": snapshot.to_json()})
+                write_meta(conn, {"snapshot": snapshot.to_json(), **marks})
         except sqlite3.OperationalError:
             pass  # read-only, locked or a full disk: the index is up to date all the same
         return report
@@ -438,7 +448,8 @@ def refresh(store: Store, db: IndexDB) -> RefreshReport:
         fp ^= batch.fingerprint
         for f in frows:
             fp ^= file_digest(f[0], f[5])
-        write_meta(conn, {"fingerprint": xor_hex(fp), "snapshot": snapshot.to_json()})
+        write_meta(conn, {"fingerprint": xor_hex(fp), "snapshot": snapshot.to_json(),
+                          **marks})
     for fs in (*changes.records, *changes.policies):
         (report.changed if fs.relpath in stored_paths else report.added).append(fs.relpath)
     report.deleted = changes.deleted

@@ -79,7 +79,9 @@ def _edges(r: Record) -> tuple[tuple[str, str, str], ...]:
 def masker_of(store: Store) -> Masker:
     """The secrets the index masks (:func:`memidex.masking.index_view`), read once while
     the file does not change."""
-    return Masker.load(store.config.root / store.config.secrets_file)
+    from memidex.index.maskmark import secrets_path
+
+    return Masker.load(secrets_path(store.config))
 
 
 def unreadable(fs: FileStat, exc: OSError) -> FileRows:
