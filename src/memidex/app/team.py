@@ -86,6 +86,7 @@ class TeamReading:
         self.retry_seconds = RETRY_SECONDS
         self._heads: dict[str, tuple[float, str | None]] = {}
         self._behind: dict[tuple[str, str], bool] = {}
+        self._masked: dict[tuple[str | None, tuple[tuple[str, str], ...]], bool] = {}
         self.snapshot: Snapshot | None = None
         """The snapshot of the last answer the team index gave."""
         self.last_warning = ""
@@ -147,6 +148,7 @@ class TeamReading:
                 with ti.session() as s:
                     entered = True
                     self._check_current(s.snapshot)
+                    self._check_masked(s)
                     value = question(s)
             except (IndexUnavailableError, StorageError, ConfigError) as exc:
                 raise self._failure(exc) from None
@@ -184,6 +186,24 @@ class TeamReading:
         if self._behind[key]:
             raise _Declined(f"{self._where()} serves {snap.branch} at {snap.commit[:12]}, "
                             f"behind this clone's {snap.branch} ({head[:12]})")
+
+    def _check_masked(self, s: Session) -> None:
+        """:class:`_Declined` when this machine's secrets file holds secrets and the push
+        masked the branch with other ones: the team index may hold them, so this clone's
+        own index answers — whatever the question, so which one answers tells nothing of
+        a guess. (One digest a snapshot and secrets file: ~65 ms, only with secrets.)"""
+        masker = self.reading.masker()
+        if not masker.secrets:
+            return  # nothing to hide from this reader
+        mark = s.secrets_mark()
+        key = (mark, masker.secrets)
+        if key not in self._masked:
+            from memidex.index.maskmark import same_secrets
+
+            self._masked = {key: same_secrets(masker, mark)}
+        if not self._masked[key]:
+            raise _Declined(f"{self._where()} was pushed masked with other secrets than "
+                            f"{self.config.secrets_file}")
 
     def _branch_head(self, branch: str) -> str | None:
         """This clone's head of ``branch``, looked up at most once a

@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
     from memidex.config import Config
 
-__all__ = ["KEY", "MaskChanged", "compare", "mark", "secrets_path"]
+__all__ = ["KEY", "MaskChanged", "compare", "mark", "same_secrets", "secrets_mark",
+           "secrets_path"]
 
 KEY = "secrets"
 """The index meta key."""
@@ -116,3 +117,24 @@ def compare(path: Path, stored: str | None, *, now_ns: int | None = None) -> str
         raise MaskChanged
     new = mark(path, salt=salt_bytes, now_ns=now_ns)
     return None if new == stored else new
+
+
+def secrets_mark(masker: Masker) -> str:
+    """The mark of ``masker``'s secrets alone, under a new salt (the team index keeps one
+    a branch: no stat there)."""
+    salt = os.urandom(16)
+    return json.dumps({"salt": salt.hex(), "digest": _digest(masker, salt)})
+
+
+def same_secrets(masker: Masker, stored: str | None) -> bool:
+    """Do ``masker``'s secrets make the digest of the mark ``stored`` (from
+    :func:`secrets_mark` or :func:`mark`)? No mark (a push from before the marks) counts
+    as masked with none."""
+    try:
+        old = json.loads(stored) if stored else None
+        salt = bytes.fromhex(old["salt"]) if isinstance(old, dict) else None
+    except (ValueError, KeyError, TypeError):
+        return False
+    if old is None:
+        return not masker.secrets
+    return salt is not None and bool(salt) and _digest(masker, salt) == old.get("digest")

@@ -43,6 +43,8 @@ from typing import TYPE_CHECKING, Any
 
 from memidex._version import __version__
 from memidex.errors import Problem, RecordError, StorageError
+from memidex.index.maskmark import same_secrets, secrets_mark, secrets_path
+from memidex.masking import Masker
 from memidex.teamindex import schema as S
 from memidex.teamindex.connect import connect, redact, translating
 from memidex.teamindex.gitread import BlobReader, GitTree, is_ancestor, resolve
@@ -242,7 +244,8 @@ def _merge_run_store(conn: psycopg.Connection[Any], config: Config, branch: str)
 
 
 def _full_load(conn: psycopg.Connection[Any], root: Path, tree: GitTree, gen: int,
-               jobs: int, progress: Progress | None) -> tuple[int, int, list[Problem]]:
+               jobs: int, progress: Progress | None, masker: Masker
+               ) -> tuple[int, int, list[Problem]]:
     """Load every record and policy of the commit into generation ``gen``; returns
     (records, policies, problems)."""
     blobs = tree.records()
@@ -250,7 +253,7 @@ def _full_load(conn: psycopg.Connection[Any], root: Path, tree: GitTree, gen: in
     done = 0
     pending = Rows()
     with conn.cursor().copy(f"COPY {S.SCHEMA}.records ({_RECORD_COLS}) FROM STDIN") as cp:
-        for rows, files in iter_rows(root, blobs, gen, jobs):
+        for rows, files in iter_rows(root, blobs, gen, jobs, masker):
             for row in rows.records:
                 cp.write_row(row)
             pending.anchors += rows.anchors
@@ -277,7 +280,8 @@ def _full_load(conn: psycopg.Connection[Any], root: Path, tree: GitTree, gen: in
 
 
 def _incremental(conn: psycopg.Connection[Any], root: Path, tree: GitTree, gen: int,
-                 previous: str) -> tuple[int, int, int, int | None, list[Problem]]:
+                 previous: str, masker: Masker
+                 ) -> tuple[int, int, int, int | None, list[Problem]]:
     """Apply the changes between ``previous`` and the tree's commit to ``gen``: (added,
     changed, deleted, policies reloaded or None, new problems)."""
     changes = tree.changes_since(previous)
@@ -305,7 +309,7 @@ def _incremental(conn: psycopg.Connection[Any], root: Path, tree: GitTree, gen: 
     row = conn.execute(f"SELECT coalesce(max(rowid), 0) + 1 FROM {S.SCHEMA}.records"
                        " WHERE gen = %s", (gen,)).fetchone()
     first = int(row[0]) if row else 1
-    rows = parse_span(root, present, gen, first, 0, len(present), True)
+    rows = parse_span(root, present, gen, first, 0, len(present), True, masker)
     _load_rows(conn, rows)
     for term, n in _term_counts(conn, gen, [r[1] for r in rows.records]):
         delta[term] = delta.get(term, 0) + n
@@ -355,7 +359,8 @@ def push(root: Path | str, url: str, *, branch: str | None = None,
             previous = None if snap is None else str(snap[1])
             old_gen = None if snap is None else int(snap[0])
             report = _decide_and_apply(conn, config, tree, branch, old_gen, previous, created,
-                                       rewind, workers, progress, notes)
+                                       rewind, workers, progress, notes,
+                                       Masker.load(secrets_path(config)))
         return _finish(report, url, started)
     finally:
         conn.close()
@@ -370,9 +375,15 @@ def _finish(report: PushReport, url: str, started: float) -> PushReport:
 def _decide_and_apply(conn: psycopg.Connection[Any], config: Config, tree: GitTree,
                       branch: str, old_gen: int | None, previous: str | None, created: bool,
                       rewind: bool, workers: int, progress: Progress | None,
-                      notes: list[str]) -> PushReport:
+                      notes: list[str], masker: Masker) -> PushReport:
     root, commit = config.root, tree.commit
-    if previous == commit:
+    # the records are masked as the local index masks them (the pusher's secrets file):
+    # other secrets than the branch was masked with rebuild it, even at the same commit
+    got = conn.execute(f"SELECT value FROM {S.SCHEMA}.meta WHERE key = %s",
+                       (S.secrets_key(branch),)).fetchone()
+    remask = previous is not None and not same_secrets(masker, None if got is None
+                                                       else str(got[0]))
+    if previous == commit and not remask:
         anchors = _merge_run_store(conn, config, branch)
         count = conn.execute(f"SELECT records FROM {S.SCHEMA}.snapshots WHERE branch = %s",
                              (branch,)).fetchone()
@@ -389,23 +400,30 @@ def _decide_and_apply(conn: psycopg.Connection[Any], config: Config, tree: GitTr
                           notes=tuple(notes))
     added = changed = deleted = 0
     problems: list[Problem] = []
-    if previous is not None and descends and old_gen is not None:
+    if previous is not None and descends and old_gen is not None and not remask:
         action, gen = "incremental", old_gen
         added, changed, deleted, npolicies, problems = _incremental(conn, root, tree, gen,
-                                                                     previous)
+                                                                     previous, masker)
         if npolicies is None:
             got = conn.execute(f"SELECT count(*) FROM {S.SCHEMA}.policies WHERE gen = %s",
                                (gen,)).fetchone()
             npolicies = int(got[0]) if got else 0
     else:
         action = "full" if previous is None else "rebuilt"
-        if previous is not None and descends is None:
+        if remask:
+            notes.append("the secrets file holds other secrets than the branch was masked "
+                         "with: the branch was rebuilt masked with them")
+        elif previous is not None and descends is None:
             notes.append(f"git does not have the indexed commit {previous[:12]} (a shallow "
                          "clone, or history rewritten): the branch was rebuilt")
         got = conn.execute(f"SELECT nextval('{S.SCHEMA}.generations')").fetchone()
         assert got is not None
         gen = int(got[0])
-        records, npolicies, problems = _full_load(conn, root, tree, gen, workers, progress)
+        records, npolicies, problems = _full_load(conn, root, tree, gen, workers, progress,
+                                                  masker)
+        conn.execute(f"INSERT INTO {S.SCHEMA}.meta VALUES (%s, %s) ON CONFLICT (key) DO"
+                     " UPDATE SET value = EXCLUDED.value",
+                     (S.secrets_key(branch), secrets_mark(masker)))
         added = records
         if created:
             conn.execute(S.POST_LOAD)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from memidex.errors import RecordError
+from memidex.masking import Masker
 from memidex.teamindex.gitread import Blob, BlobReader
 
 __all__ = ["CHUNK", "PARALLEL_MIN", "Rows", "iter_rows", "parse_span", "record_rows",
@@ -45,9 +46,11 @@ class Rows:
         self.tokens += other.tokens
 
 
-def record_rows(gen: int, rowid: int, path: str, data: bytes) -> Rows:
+def record_rows(gen: int, rowid: int, path: str, data: bytes,
+                masker: Masker | None = None) -> Rows:
     """The rows one record file gives (its problem rows if it does not parse). Built by
-    the local index's projection, so both indexes hold the same values."""
+    the local index's projection — masked as it masks (``masker``: the pusher's
+    secrets, :meth:`Masker.for_index`) — so both indexes hold the same values."""
     from memidex.index.build import history_rows, record_row
     from memidex.index.terms import fts_document
     from memidex.records.codec import parse_record_bytes
@@ -60,6 +63,8 @@ def record_rows(gen: int, rowid: int, path: str, data: bytes) -> Rows:
     except RecordError as exc:
         out.problems = [(gen, p.path, p.line, p.reason) for p in exc.problems]
         return out
+    if masker is not None:
+        record = masker.for_index(record)
     sha = content_hash(data)
     row = record_row(LoadedRecord(path, record, sha, FileStat(path, 0, 0, 0)))
     fts, ntokens = fts_document(row[6], row[8], row[7])
@@ -83,11 +88,11 @@ def symlink_rows(gen: int, blob: Blob) -> Rows:
 
 
 # What the parser processes read, set in the parent just while they are forked.
-_FORKED: tuple[Path, Sequence[Blob], int, int] | None = None
+_FORKED: tuple[Path, Sequence[Blob], int, int, Masker | None] | None = None
 
 
 def parse_span(root: Path, blobs: Sequence[Blob], gen: int, first_rowid: int,
-                start: int, end: int, dense: bool) -> Rows:
+               start: int, end: int, dense: bool, masker: Masker | None = None) -> Rows:
     """Rows of ``blobs[start:end]``; a file's rowid is ``first_rowid`` + its position
     (``dense``: + the number of files before it that parsed, as a local refresh counts)."""
     span = blobs[start:end]
@@ -98,7 +103,7 @@ def parse_span(root: Path, blobs: Sequence[Blob], gen: int, first_rowid: int,
     rowid = first_rowid + (0 if dense else start)
     for blob in span:
         if blob.path in datas:
-            rows = record_rows(gen, rowid, blob.path, datas[blob.path])
+            rows = record_rows(gen, rowid, blob.path, datas[blob.path], masker)
         else:
             rows = symlink_rows(gen, blob)
         out.extend(rows)
@@ -111,8 +116,8 @@ def _forked_span(span: tuple[int, int]) -> bytes:
     import marshal
 
     assert _FORKED is not None
-    root, blobs, gen, first = _FORKED
-    rows = parse_span(root, blobs, gen, first, span[0], span[1], False)
+    root, blobs, gen, first, masker = _FORKED
+    rows = parse_span(root, blobs, gen, first, span[0], span[1], False, masker)
     return marshal.dumps((rows.records, rows.anchors, rows.edges, rows.versions,
                           rows.problems, rows.tokens))
 
@@ -125,21 +130,22 @@ def _spans(n: int) -> list[tuple[int, int]]:
     return out
 
 
-def iter_rows(root: Path, blobs: Sequence[Blob], gen: int, jobs: int
-               ) -> Iterator[tuple[Rows, int]]:
+def iter_rows(root: Path, blobs: Sequence[Blob], gen: int, jobs: int,
+              masker: Masker | None = None) -> Iterator[tuple[Rows, int]]:
     """(rows, files read) of every blob (rowid = 1 + position, as a local rebuild numbers
-    them), in path order, parsed by a pool of processes when there are many."""
+    them), in path order, parsed by a pool of processes when there are many; masked
+    with ``masker``."""
     global _FORKED
     spans = _spans(len(blobs))
     if jobs <= 1 or len(blobs) < PARALLEL_MIN:
         for start, end in spans:
-            yield parse_span(root, blobs, gen, 1, start, end, False), end - start
+            yield parse_span(root, blobs, gen, 1, start, end, False, masker), end - start
         return
     import marshal
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork")
-    _FORKED = (root, blobs, gen, 1)
+    _FORKED = (root, blobs, gen, 1, masker)
     try:
         pool = ctx.Pool(jobs, initializer=_ignore_sigint)  # Ctrl-C is the parent's
     finally:

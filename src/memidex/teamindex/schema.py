@@ -15,6 +15,13 @@ SCHEMA_VERSION = 1
 """``meta.schema_version`` and each snapshot's ``schema_version``."""
 
 SCHEMA = "memidex"
+
+
+def secrets_key(branch: str) -> str:
+    """The ``meta`` key of the mark of the secrets a branch's push masked its records with
+    (:func:`memidex.index.maskmark.secrets_mark`)."""
+    return f"secrets:{branch}"
+
 CONFIG = "memidex.words"
 """The text search configuration: a copy of ``simple`` (no stemming, no stopwords). Its
 input is the local index's tokens, already stemmed (``text.py``)."""

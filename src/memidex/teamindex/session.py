@@ -111,6 +111,13 @@ class Session:
         with translating(self.url):
             return self.conn.execute(sql, params).fetchall()
 
+    def secrets_mark(self) -> str | None:
+        """The mark of the secrets the branch's push masked its records with (None: a
+        push from before the marks, :func:`memidex.index.maskmark.same_secrets`)."""
+        rows = self._q(f"SELECT value FROM {S.SCHEMA}.meta WHERE key = %s",
+                       (S.secrets_key(self.snapshot.branch),))
+        return str(rows[0][0]) if rows else None
+
     # --- filters, as memidex.index.query._filters ---
 
     def _filters(self, product: str | None, kinds: Sequence[str], statuses: Sequence[str],
