@@ -65,6 +65,7 @@ RANK = {
     "lazy": 0,  # the lazy exports of a package (PEP 562): the standard library only
     "plain": -1,  # value types without dataclasses (start-up): the standard library only
     "tomlfast": -1,  # the quick reader of memidex.toml's usual TOML: the standard library only
+    "fileread": -1,  # a small regular file read without blocking: the standard library only
     "records": 1, "config": 1,
     "masking": 2, "trust": 2,  # trust: pure arithmetic over records (docs/trust.md)
     "fence": 2,  # the untrusted-data fence: pure text, for briefs and model prompts

@@ -33,11 +33,12 @@ TYPE_CHECKING = False  # not typing's: a one-shot command imports no typing (~2 
 if TYPE_CHECKING:
     from typing import Any, TypeVar
 
+    from memidex.config import Config
     from memidex.records.model import Evidence, HistoryEntry, Record
 
     _T = TypeVar("_T")
 
-__all__ = ["Masker", "home_pattern", "index_view"]
+__all__ = ["RACY_NS", "Masker", "home_pattern", "index_view", "secrets_path"]
 
 _WINDOWS_HOME = r"[A-Za-z]:\\Users\\[^\\\s]+"
 _HOME_ROOTS = ("/home/", "/Users/")
@@ -83,28 +84,6 @@ _SECRET_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*): (.+)")
 _QUOTED = re.compile(r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt])*"')
 
 
-def _regular_text(path: Path) -> str:
-    """The secrets file's text — opened without blocking, and read only when it is a
-    regular file (a symlink to one included): a FIFO would wait for a writer forever, a
-    device never end, and taking either for "no secrets" would unmask them all."""
-    import stat
-
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError
-        if not stat.S_ISREG(mode):
-            raise ConfigError(f"{path}: the secrets file is not a regular file",
-                              hint="make it a YAML file of NAME: value lines")
-        chunks: list[bytes] = []
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
-    return b"".join(chunks).decode("utf-8")
-
-
 def _read_simple(text: str) -> dict[str, str] | None:
     """``NAME: value`` lines (plain or JSON-quoted values), without importing PyYAML;
     None for anything else (PyYAML then reads the file)."""
@@ -130,8 +109,13 @@ def _read_simple(text: str) -> dict[str, str] | None:
 
 
 _LOADED: dict[str, tuple[tuple[int, ...], Masker]] = {}
-_RACY_NS = 2_000_000_000
+RACY_NS = 2_000_000_000
 """A secrets file changed this close to a read may change again within its mtime tick."""
+
+
+def secrets_path(config: Config) -> Path:
+    """The secrets file ``config`` names (``secrets_file``, from the repository root)."""
+    return config.root / config.secrets_file
 
 _ESCAPED_SEP = (r"(?:\s|[\x00-\x1f\x7f-\xa0\u00ad\u200b-\u200f\u2028-\u202f\u2060-\u206f"
                 r"\ufeff]|\\[tnr0abefv _NLP]|\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}"
@@ -196,7 +180,7 @@ class Masker(Frozen):
         if cached is not None and cached[0] == stamp:
             return cached[1]
         masker = cls._read(path)
-        if max(st.st_mtime_ns, st.st_ctime_ns) < time.time_ns() - _RACY_NS:
+        if max(st.st_mtime_ns, st.st_ctime_ns) < time.time_ns() - RACY_NS:
             _LOADED[key] = (stamp, masker)
         else:
             _LOADED.pop(key, None)
@@ -204,12 +188,17 @@ class Masker(Frozen):
 
     @classmethod
     def _read(cls, path: Path) -> Masker:
-        try:
-            text = _regular_text(path)
+        from memidex.fileread import NotRegularFile, read_regular
+
+        try:  # never a wait on a FIFO (nor "no secrets" for one: that unmasks them all)
+            text = read_regular(str(path)).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ConfigError(f"{path}: cannot read the secrets file: {exc}") from None
         except IsADirectoryError:
             raise ConfigError(f"{path}: the secrets file is a folder") from None
+        except NotRegularFile:
+            raise ConfigError(f"{path}: the secrets file is not a regular file",
+                              hint="make it a YAML file of NAME: value lines") from None
         except OSError as exc:
             raise ConfigError(f"{path}: cannot read the secrets file: {exc.strerror}"
                               ) from None

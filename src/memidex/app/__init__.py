@@ -132,9 +132,9 @@ class Memidex:
     def _masker(self) -> Masker:
         """The secrets file's masker (one ``stat`` when there is none; cached by size and
         mtime)."""
-        from memidex.masking import Masker
+        from memidex.masking import Masker, secrets_path
 
-        return Masker.load(self.config.root / self.config.secrets_file)
+        return Masker.load(secrets_path(self.config))
 
     def _wait(self) -> float:
         return self.wait

@@ -42,11 +42,12 @@ from memidex.index.db import (
 )
 from memidex.index.leftovers import clear_target, remove_stale_builds, stale_builds
 from memidex.index.maskmark import KEY as MASK_KEY
-from memidex.index.maskmark import mark, secrets_path
+from memidex.index.maskmark import mark
 from memidex.index.rows import FileRows, file_rows, history_rows, record_row
 from memidex.index.schema import POST_LOAD, SCHEMA_VERSION, TOKENIZER
 from memidex.index.segments import SegmentMerger, SegmentWriter, accepts_segments
 from memidex.index.staleness import Before, Snapshot, before_scan, take_snapshot
+from memidex.masking import secrets_path
 from memidex.store.files import FileStat, Store
 from memidex.store.fsio import fsync_file, swap_into_place
 

@@ -6,8 +6,8 @@ secrets file of the moment. When the secrets change, every row may be masked wro
 secret declared since is still in the full-text index (a search would confirm a guess,
 and its bytes are in the file), and one withdrawn still hides words a record holds. So
 the index's meta keeps ``secrets`` (:func:`mark`): the secrets file's stat at the last
-look and a salted ``scrypt`` digest (memory-hard, ~65 ms) of the secrets it held — not
-of the file's bytes, so a comment or a re-ordering changes nothing; empty for none.
+look and a salted ``scrypt`` digest (memory-hard, ~65 ms; none for no secrets) of the
+secrets it held — not of the file's bytes, so a comment or a re-ordering changes nothing.
 
 Each refresh stats the file (:func:`compare`, one ``stat``). Another stat — the file
 rewritten, touched, replaced, made or removed — reads the secrets and compares digests:
@@ -23,32 +23,23 @@ import json
 import os
 import time
 
-from memidex.masking import Masker
+from memidex.masking import RACY_NS, Masker, secrets_path
 
 TYPE_CHECKING = False  # not typing's: a one-shot command imports no typing (~2 ms)
 if TYPE_CHECKING:
     from pathlib import Path
-
-    from memidex.config import Config
 
 __all__ = ["KEY", "MaskChanged", "compare", "mark", "same_secrets", "secrets_mark",
            "secrets_path"]
 
 KEY = "secrets"
 """The index meta key."""
-RACY_NS = 2_000_000_000
-"""A secrets file changed this close to a look may change again within its mtime tick."""
 _ABSENT = "absent"
 """The ``stat`` of a secrets file that does not exist."""
 
 
 class MaskChanged(Exception):
     """The secrets differ from those the index was masked with: rebuild it."""
-
-
-def secrets_path(config: Config) -> Path:
-    """The secrets file the index masks with."""
-    return config.root / config.secrets_file
 
 
 def _stat(path: Path) -> list[int] | str:
@@ -72,23 +63,43 @@ def _digest(masker: Masker, salt: bytes) -> str:
     import hashlib
 
     made = json.dumps(sorted(masker.secrets), ensure_ascii=False).encode("utf-8")
-    # memory-hard and slow on purpose (~40 ms): the digest must not let someone who can
-    # read the index test guesses at a short secret quickly (computed only when the
-    # secrets file's stat moved, and by a rebuild)
+    # memory-hard and slow on purpose: the digest must not let someone who can read the
+    # index test guesses at a short secret quickly (computed when the secrets file's stat
+    # moved, and by a rebuild)
     return hashlib.scrypt(made, salt=salt, n=1 << 14, r=8, p=1, maxmem=1 << 25,
                           dklen=32).hex()
 
 
-def mark(path: Path, *, salt: bytes | None = None, now_ns: int | None = None) -> str:
-    """The ``secrets`` meta value for the secrets file ``path`` as it is now (its stat
-    taken before it is read, so a change meanwhile makes the next look compare again)."""
-    st = _stat(path)
-    salt = salt if salt is not None else os.urandom(16)
-    digest = _digest(_masker(path, st), salt)
+def _parsed(stored: str | None) -> tuple[dict[str, object] | None, bytes | None]:
+    """A stored mark and its salt; (None, None) for none, or one that does not parse (an
+    index or a push from before the marks: masked with no secrets)."""
+    try:
+        old = json.loads(stored) if stored else None
+    except ValueError:
+        return None, None
+    if not isinstance(old, dict):
+        return None, None
+    try:
+        salt = bytes.fromhex(old["salt"])
+    except (KeyError, TypeError, ValueError):
+        salt = None
+    return old, salt or None
+
+
+def _mark(st: list[int] | str, salt: bytes, digest: str, now_ns: int | None) -> str:
     now = time.time_ns() if now_ns is None else now_ns
     if isinstance(st, list) and (not st or max(st[3], st[4]) >= now - RACY_NS):
         st = []  # too recent (or unreadable) to vouch for the content: compared next time
     return json.dumps({"stat": st, "salt": salt.hex(), "digest": digest})
+
+
+def mark(path: Path, *, now_ns: int | None = None) -> str:
+    """The ``secrets`` meta value for the secrets file ``path`` as it is now, under a new
+    salt (its stat taken before it is read, so a change meanwhile makes the next look
+    compare again)."""
+    st = _stat(path)
+    salt = os.urandom(16)
+    return _mark(st, salt, _digest(_masker(path, st), salt), now_ns)
 
 
 def compare(path: Path, stored: str | None, *, now_ns: int | None = None) -> str | None:
@@ -97,25 +108,20 @@ def compare(path: Path, stored: str | None, *, now_ns: int | None = None) -> str
     index from before this check, none at all). Raises :class:`MaskChanged` when the
     secrets differ from those the index was masked with."""
     st = _stat(path)
-    try:
-        old = json.loads(stored) if stored else None
-    except ValueError:
-        old = None
-    if isinstance(old, dict) and old.get("stat") == st and st != []:
+    old, salt = _parsed(stored)
+    if old is not None and old.get("stat") == st and st != []:
         return None
     masker = _masker(path, st)
-    if not isinstance(old, dict):  # an index from before the check, or a damaged value
+    if old is None:
         if masker.secrets:
             raise MaskChanged
         return mark(path, now_ns=now_ns)
-    salt = old.get("salt")
-    try:
-        salt_bytes = bytes.fromhex(salt) if isinstance(salt, str) else b""
-    except ValueError:
-        salt_bytes = b""
-    if not salt_bytes or _digest(masker, salt_bytes) != old.get("digest"):
+    if salt is None:
         raise MaskChanged
-    new = mark(path, salt=salt_bytes, now_ns=now_ns)
+    digest = _digest(masker, salt)
+    if digest != old.get("digest"):
+        raise MaskChanged
+    new = _mark(st, salt, digest, now_ns)  # the same salt: unchanged, nothing to write
     return None if new == stored else new
 
 
@@ -130,11 +136,7 @@ def same_secrets(masker: Masker, stored: str | None) -> bool:
     """Do ``masker``'s secrets make the digest of the mark ``stored`` (from
     :func:`secrets_mark` or :func:`mark`)? No mark (a push from before the marks) counts
     as masked with none."""
-    try:
-        old = json.loads(stored) if stored else None
-        salt = bytes.fromhex(old["salt"]) if isinstance(old, dict) else None
-    except (ValueError, KeyError, TypeError):
-        return False
+    old, salt = _parsed(stored)
     if old is None:
         return not masker.secrets
-    return salt is not None and bool(salt) and _digest(masker, salt) == old.get("digest")
+    return salt is not None and _digest(masker, salt) == old.get("digest")

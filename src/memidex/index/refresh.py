@@ -39,6 +39,7 @@ from memidex.index.db import (
     xor_hex,
 )
 from memidex.index.staleness import RACY_NS, Snapshot, suspects
+from memidex.masking import secrets_path
 from memidex.plain import Plain
 from memidex.store import visibility
 from memidex.store.files import FileStat, Store
@@ -356,7 +357,7 @@ def _secrets_checked(store: Store, db: IndexDB) -> str | None:
     """:func:`memidex.index.maskmark.compare` of the secrets file with the index's mark:
     None (as it was), the mark to write (the same secrets), or :class:`MaskChanged`."""
     row = db.conn.execute("SELECT value FROM meta WHERE key = ?", (maskmark.KEY,)).fetchone()
-    return maskmark.compare(maskmark.secrets_path(store.config),
+    return maskmark.compare(secrets_path(store.config),
                             None if row is None else str(row[0]))
 
 

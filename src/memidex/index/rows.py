@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 from memidex.errors import RecordError
-from memidex.masking import Masker
+from memidex.masking import Masker, secrets_path
 from memidex.records.ids import scope_json
 from memidex.store.files import FileStat, LoadedRecord, Store
 
@@ -79,8 +79,6 @@ def _edges(r: Record) -> tuple[tuple[str, str, str], ...]:
 def masker_of(store: Store) -> Masker:
     """The secrets the index masks (:func:`memidex.masking.index_view`), read once while
     the file does not change."""
-    from memidex.index.maskmark import secrets_path
-
     return Masker.load(secrets_path(store.config))
 
 

@@ -126,9 +126,9 @@ def warm(m: Memidex) -> None:
 def policies(m: Memidex) -> list[dict[str, Any]]:
     """Every policy that parses, secrets masked: ``{id, rule, severity, products,
     anchors, path, line}``, in file order."""
-    from memidex.masking import Masker
+    from memidex.masking import Masker, secrets_path
 
-    masker = Masker.load(m.config.root / m.config.secrets_file)
+    masker = Masker.load(secrets_path(m.config))
     files, _problems = m.store.load_policies()
     out: list[dict[str, Any]] = []
     for _fs, _sha, items in files:

@@ -168,9 +168,9 @@ def scan_records(files: Iterable[tuple[str, bytes]], secrets: Sequence[tuple[str
 def secret_problems(store: Any, config: Any) -> list[Problem]:
     """The scan of every record file of ``store`` (a :class:`memidex.store.files.Store`)
     as check problems, with the secrets file and allow-list of ``config``."""
-    from memidex.masking import Masker
+    from memidex.masking import Masker, secrets_path
 
-    masker = Masker.load(config.root / config.secrets_file)
+    masker = Masker.load(secrets_path(config))
     files, _ = store.scan_records()
 
     def read() -> Iterable[tuple[str, bytes]]:

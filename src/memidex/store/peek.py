@@ -11,7 +11,8 @@ blocking and read only when it is a regular file (a symlink to one included) —
 from __future__ import annotations
 
 import os
-import stat
+
+from memidex.fileread import read_regular
 
 __all__ = ["config_keys", "regular_bytes"]
 
@@ -20,25 +21,9 @@ def regular_bytes(path: str, limit: int) -> bytes | None:
     """The first ``limit`` bytes of ``path`` when it is a regular file; None when it is
     missing, unreadable, a folder, a FIFO, a socket or a device."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        return read_regular(path, limit)
     except OSError:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        chunks: list[bytes] = []
-        left = limit
-        while left > 0:
-            chunk = os.read(fd, left)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def config_keys(root: str, keys: tuple[str, ...]) -> dict[str, object] | None:

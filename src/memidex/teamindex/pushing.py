@@ -43,8 +43,8 @@ from typing import TYPE_CHECKING, Any
 
 from memidex._version import __version__
 from memidex.errors import Problem, RecordError, StorageError
-from memidex.index.maskmark import same_secrets, secrets_mark, secrets_path
-from memidex.masking import Masker
+from memidex.index.maskmark import same_secrets, secrets_mark
+from memidex.masking import Masker, secrets_path
 from memidex.teamindex import schema as S
 from memidex.teamindex.connect import connect, redact, translating
 from memidex.teamindex.gitread import BlobReader, GitTree, is_ancestor, resolve
