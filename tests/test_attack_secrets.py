@@ -268,3 +268,34 @@ def test_a_secrets_file_that_is_a_fifo_or_a_device_is_refused_not_waited_on(
         assert out.returncode == 4, out.stderr
         assert "secrets.yaml: the secrets file is not a regular file" in out.stderr
         assert "Traceback" not in out.stderr
+
+
+def test_a_secrets_file_that_cannot_be_read_stops_a_write_rather_than_unmask(
+        repo: Path) -> None:
+    """A symlink loop, or a link to a vault that is not mounted: the secrets are unknown,
+    so nothing is written unmasked — exit 4 naming the file, the record not created."""
+    secrets = repo / ".agent-qa/secrets.yaml"
+    secrets.parent.mkdir(exist_ok=True)
+    for target in ("secrets.yaml", "/nonexistent/vault/secrets.yaml"):
+        if secrets.is_symlink():
+            secrets.unlink()
+        secrets.symlink_to(target)
+        out = run_cli(repo, "knowledge", "add", "-k", "fact", "-a", "el:input:key",
+                      "-t", f"The key is {WORD_SECRET}")
+        assert out.returncode == 4, (target, out.stdout, out.stderr)
+        assert "secrets.yaml" in out.stderr and "Traceback" not in out.stderr
+        assert not list((repo / "agent-qa-knowledge/memory/records").rglob("*.md"))
+
+
+def test_a_secrets_link_gone_dangling_stops_a_search_rather_than_unmask(repo: Path) -> None:
+    _secrets(repo)
+    write_record(repo, make_record(anchor="el:input:api-key", title="The API key field",
+                                   body=f"Paste {WORD_SECRET} into the API key field."))
+    assert run_cli(repo, "knowledge", "rebuild-index").returncode == 0
+    secrets = repo / ".agent-qa/secrets.yaml"
+    kept = repo / ".agent-qa/vault.yaml"
+    secrets.rename(kept)
+    secrets.symlink_to("/nonexistent/vault/secrets.yaml")
+    out = run_cli(repo, "knowledge", "search", "api key")
+    assert out.returncode == 4 and "symlink to nothing" in out.stderr, out.stderr
+    assert WORD_SECRET not in out.stdout

@@ -166,14 +166,21 @@ class Masker(Frozen):
 
     @classmethod
     def load(cls, path: Path) -> Masker:
-        """The secrets in ``path`` (none when it does not exist); cached by its stat, so
+        """The secrets in ``path`` (none when it does not exist; a :class:`ConfigError`
+        when it cannot be read, a dangling symlink included); cached by its stat, so
         a long-lived process reads it again only when it changed — and always while its
         last change is too recent to vouch for (written again within its timestamp's
         tick, a file of the same size keeps the same stat)."""
         try:
             st = os.stat(path)
-        except OSError:
+        except (FileNotFoundError, NotADirectoryError):
+            if os.path.islink(path):  # the secrets exist somewhere: never "no secrets"
+                raise ConfigError(f"{path}: the secrets file is a symlink to nothing",
+                                  hint="mount or restore the file it points to") from None
             return cls()
+        except OSError as exc:  # a symlink loop, a folder that cannot be searched
+            raise ConfigError(f"{path}: cannot read the secrets file: {exc.strerror}"
+                              ) from None
         key = str(path)
         stamp = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         cached = _LOADED.get(key)

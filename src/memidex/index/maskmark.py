@@ -52,10 +52,6 @@ def _stat(path: Path) -> list[int] | str:
     return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
-def _masker(path: Path, st: list[int] | str) -> Masker:
-    return Masker() if st == _ABSENT else Masker.load(path)
-
-
 def _digest(masker: Masker, salt: bytes) -> str:
     """The secrets' digest under ``salt``; ``""`` for none (no scrypt: the common case)."""
     if not masker.secrets:
@@ -99,7 +95,7 @@ def mark(path: Path, *, now_ns: int | None = None) -> str:
     compare again)."""
     st = _stat(path)
     salt = os.urandom(16)
-    return _mark(st, salt, _digest(_masker(path, st), salt), now_ns)
+    return _mark(st, salt, _digest(Masker.load(path), salt), now_ns)
 
 
 def compare(path: Path, stored: str | None, *, now_ns: int | None = None) -> str | None:
@@ -111,7 +107,7 @@ def compare(path: Path, stored: str | None, *, now_ns: int | None = None) -> str
     old, salt = _parsed(stored)
     if old is not None and old.get("stat") == st and st != []:
         return None
-    masker = _masker(path, st)
+    masker = Masker.load(path)  # none when absent; a dangling link: ConfigError
     if old is None:
         if masker.secrets:
             raise MaskChanged
