@@ -299,3 +299,24 @@ def test_a_secrets_link_gone_dangling_stops_a_search_rather_than_unmask(repo: Pa
     out = run_cli(repo, "knowledge", "search", "api key")
     assert out.returncode == 4 and "symlink to nothing" in out.stderr, out.stderr
     assert WORD_SECRET not in out.stdout
+
+
+def test_a_secret_spelled_in_fullwidth_letters_is_masked_where_it_is_printed(
+        repo: Path) -> None:
+    """NFKC reads ｈｕｎｔｅｒ２ｘｙｚｚｙ (and ligatures, ideographic spaces) as the secret, and
+    so does anyone — or any model — reading a brief: masked in what is printed and what
+    the index stores."""
+    _secrets(repo)
+    wide = "".join(chr(ord(c) + 0xFEE0) for c in WORD_SECRET)
+    door = "open\u3000sesame ４２"
+    write_record(repo, make_record(anchor="el:input:api-key", title="The API key field",
+                                   body=f"Paste {wide} here; the door takes {door}.",
+                                   anchors=("test:door-test",)))
+    assert run_cli(repo, "knowledge", "rebuild-index").returncode == 0
+    for args in (["knowledge", "search", "api key", "--json"],
+                 ["brief", "door-test", "--no-record"],
+                 ["knowledge", "list", "--json"]):
+        out = run_cli(repo, *args)
+        assert out.returncode == 0, out.stderr
+        assert wide not in out.stdout and "sesame" not in out.stdout, (args, out.stdout)
+    assert wide.encode() not in _index_bytes(repo) and b"sesame" not in _index_bytes(repo)

@@ -131,15 +131,20 @@ def _is_format(ch: str) -> bool:
 
 def _normalised(text: str, *, drop_format: bool) -> tuple[str, list[int]]:
     """``text`` with each run of separators as one space (``drop_format``: format
-    characters left out instead), and for each of its characters the offset in ``text``
-    it starts at."""
+    characters left out instead) and every other character as NFKC reads it, and for each
+    of its characters the offset in ``text`` it starts at."""
+    from unicodedata import normalize
+
     chars: list[str] = []
     starts: list[int] = []
     in_run = False
     for i, ch in enumerate(text):
         if ch.isprintable() and ch != " ":
-            chars.append(ch)
-            starts.append(i)
+            folded = normalize("NFKC", ch) if ch > "\x7f" else ch  # ｈ as h, ﬁ as fi
+            if folded.isspace():  # (an ideographic space is not printable already)
+                folded = " "
+            chars.extend(folded)
+            starts.extend([i] * len(folded))
             in_run = False
         elif drop_format and _is_format(ch):
             continue
@@ -148,6 +153,13 @@ def _normalised(text: str, *, drop_format: bool) -> tuple[str, list[int]]:
             starts.append(i)
             in_run = True
     return "".join(chars), starts
+
+
+def _nfkc_normal(text: str) -> bool:
+    """Does NFKC leave ``text`` as it is (no fullwidth letter, ligature, …)? (C speed.)"""
+    from unicodedata import is_normalized
+
+    return is_normalized("NFKC", text)
 
 
 def _normal_value(value: str, *, drop_format: bool) -> str:
@@ -233,12 +245,14 @@ class Masker(Frozen):
     def mask_secrets(self, text: str) -> str:
         """Each secret in ``text`` as ``[secret:<name>]`` — also where it is split by other
         whitespace, control or invisible characters than its own (``open\tsesame 42``,
-        ``open\u200bsesame 42``, ``open  sesame 42`` for ``open sesame 42``): what a
-        printer turns into one space, or into nothing, rebuilds the secret on screen."""
+        ``open\u200bsesame 42``, ``open  sesame 42`` for ``open sesame 42``), or spelled
+        in characters NFKC reads as its own (fullwidth letters, ligatures): what a printer
+        turns into one space, or into nothing, rebuilds the secret on screen."""
         for name, value in self.secrets:
             if value in text:
                 text = text.replace(value, f"[secret:{name}]")
-        if self.secrets and (not text.isprintable() or "  " in text):
+        if self.secrets and (not text.isprintable() or "  " in text or not text.isascii()
+                             and not _nfkc_normal(text)):
             text = self._mask_loose(text)
         return text
 
