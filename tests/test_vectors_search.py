@@ -383,3 +383,55 @@ def test_an_ingest_proposes_a_renamed_elements_fact_instead_of_a_second_belief(
     ingest(other, run("r-1", "el:button:place-order"))
     again = ingest(other, run("r-2", "el:button:submit-order"))
     assert not again["proposals"] and "add" in [c["op"] for c in again["changes"]]
+
+
+def _side_cache(repo: Path) -> list[tuple[bytes, str]]:
+    conn = sqlite3.connect(repo / "agent-qa-knowledge/memory/index/vectors-cache.sqlite")
+    try:
+        keys = [bytes(k) for (k,) in conn.execute("SELECT content_key FROM cache")]
+        ids = [t for (t,) in conn.execute("SELECT DISTINCT text_id FROM by_file")]
+        return [(k, "") for k in keys] + [(b"", t) for t in ids]
+    finally:
+        conn.close()
+
+
+def test_a_secret_declared_after_embedding_leaves_nothing_of_it_in_the_side_cache(
+        repo: Path) -> None:
+    """The side cache outlives a rebuild, so it kept the unmasked text's key (a hash a
+    guess is checked against) and its vector; and its ``text_id`` was an unsalted hash of
+    the secrets — a quick oracle for a short one. Both go when the secrets change."""
+    import hashlib
+    import os
+
+    from memidex._version import __version__
+    from memidex.index.vectors import content_key
+    from memidex.vectors.text import record_text
+
+    secret = "tok-9f8e7d6c5b4a"
+    r = make_record(title="The payment card sandbox", body=f"Use token {secret} on staging.")
+    write_record(repo, r)
+    _cache(repo)
+    m = Memidex(repo)
+    m.rebuild_index()
+    m.embed_vectors()
+    [(_rowid, model_id, _key)] = _vectors(repo)
+    m.close()
+    raw = content_key(model_id, record_text(r.title, r.body, r.all_anchors))
+    assert raw in {k for k, _t in _side_cache(repo)}  # not yet a secret: kept as it is
+    (repo / ".agent-qa").mkdir(exist_ok=True)
+    (repo / ".agent-qa/secrets.yaml").write_text(f"api_token: {secret}\n", encoding="utf-8")
+    m = Memidex(repo)
+    hits = m.search("payment", strategy="vector")  # the index is rebuilt, masked
+    assert hits.level == "memidex" and len(hits.results) == 1
+    m.close()
+    held = _side_cache(repo)
+    assert raw not in {k for k, _t in held}
+    guess = hashlib.sha256(repr((__version__, (("api_token", secret),), os.environ.get("HOME", "")))
+                           .encode()).hexdigest()[:16]
+    assert guess not in {t for _k, t in held}
+    data = (repo / "agent-qa-knowledge/memory/index/vectors-cache.sqlite").read_bytes()
+    assert raw not in data and secret.encode() not in data
+    # the same secrets again: the side cache keeps what it has (nothing embedded again)
+    out = run_cli(repo, "knowledge", "rebuild-index", "--json", check=True)
+    vectors = json.loads(out.stdout)["vectors"]
+    assert vectors["embedded"] == 0 and vectors["reused"] == 1, vectors

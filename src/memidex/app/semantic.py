@@ -98,6 +98,7 @@ class Semantic:
              ) -> SyncReport | None:
         """Embed the records without a vector of the model (None: no model)."""
         from memidex.index.vectors import SyncReport, side_cache_path, sync_vectors, version
+        from memidex.masking import secrets_path
 
         emb = self.embedder()
         if emb is None:
@@ -108,7 +109,8 @@ class Semantic:
         masker = self.masker()
         report = sync_vectors(db, emb, masker.mask, side_cache_path(db.path),
                               budget_seconds=budget_seconds, prune=prune,
-                              text_id=text_id(masker), progress=progress)
+                              text_id=text_id(), secrets=secrets_path(self.config),
+                              progress=progress)
         self._complete = (str(db.path), emb.model_id, *version(db)) if report.complete \
             else None
         return report
@@ -193,15 +195,17 @@ class Semantic:
             "fired": fused.fallback_fired, "added": fused.fts_added}, note)
 
 
-def text_id(masker: Masker) -> str:
-    """How a record's embedded text is made here — memidex's version, the secrets masked
-    and the home folder: a vector cached for a file under another is not reused."""
+def text_id() -> str:
+    """How a record's embedded text is made here — memidex's version and the home folder:
+    a vector cached for a file under another is not reused. Not the secrets (a hash of
+    them would check a guess): the side cache is emptied when they change
+    (:meth:`memidex.index.vectors.SideCache.masked_alike`)."""
     import hashlib
     import os
 
     from memidex._version import __version__
 
-    made = repr((__version__, tuple(masker.secrets), os.environ.get("HOME", "")))
+    made = repr((__version__, os.environ.get("HOME", "")))
     return hashlib.sha256(made.encode()).hexdigest()[:16]
 
 

@@ -81,6 +81,9 @@ class SideCache:
             conn.execute("CREATE TABLE IF NOT EXISTS by_file (sha256 TEXT NOT NULL,"
                          " model_id TEXT NOT NULL, text_id TEXT NOT NULL, content_key BLOB"
                          " NOT NULL, PRIMARY KEY (sha256, model_id, text_id)) WITHOUT ROWID")
+            # the secrets the texts were masked with (masked_alike)
+            conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY,"
+                         " value TEXT NOT NULL) WITHOUT ROWID")
             conn.execute("SELECT count(*) FROM (SELECT 1 FROM cache LIMIT 1)").fetchone()
         except sqlite3.Error:
             conn.close()
@@ -134,6 +137,46 @@ class SideCache:
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
             return 0
+
+    def masked_alike(self, secrets: Path) -> bool:
+        """Were the cached texts masked with the secrets ``secrets`` holds now? The cache
+        keeps a :mod:`memidex.index.maskmark` mark of them (one ``stat`` when nothing
+        moved). When they differ, every key and vector — a hash a guess is checked
+        against, an embedding of the text a secret was in — is deleted with
+        ``secure_delete`` (the freed pages zeroed, the WAL emptied) and the new mark kept.
+        False: the cache cannot be trusted this time (unreadable, locked): not used."""
+        from memidex.index import maskmark
+
+        conn = self.conn
+        if conn is None:
+            return False
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key = ?",
+                               (maskmark.KEY,)).fetchone()
+            stored = row[0] if row else None
+            wipe = False
+            try:
+                new = maskmark.compare(secrets, stored)
+            except maskmark.MaskChanged:
+                new, wipe = maskmark.mark(secrets), True
+            if new is None:
+                return True
+            conn.execute("PRAGMA secure_delete = ON")
+            conn.execute("BEGIN IMMEDIATE")
+            if wipe:
+                conn.execute("DELETE FROM cache")
+                conn.execute("DELETE FROM by_file")
+            conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                         (maskmark.KEY, new))
+            conn.execute("COMMIT")
+            if wipe:
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            return True
+        except sqlite3.Error:
+            if conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+            return False
 
     def close(self) -> None:
         if self.conn is not None:
@@ -235,16 +278,18 @@ def _from_files(db: IndexDB, cache_path: Path, model_id: str, dim: int, text_id:
 @translating
 def sync_vectors(db: IndexDB, embedder: Embedder, mask: Callable[[str], str],
                  cache_path: Path | None, *, budget_seconds: float | None = None,
-                 prune: bool = False, text_id: str = "",
+                 prune: bool = False, text_id: str = "", secrets: Path | None = None,
                  progress: Callable[[int, int], None] | None = None) -> SyncReport:
     """Give every record a vector of ``embedder``'s model: drop other models' vectors,
     copy the side cache's vectors of the records' files as they are (by hash), embed
     (in batches) the records still without one — reading the side cache by text first —
     and write each batch in its own short transaction. ``text_id`` names how texts are
-    made (memidex's version, the masking): a file's cached key is used only under the
-    same one. ``budget_seconds``: stop embedding after that long (the report says how
-    many are left; a reading command bounds its cost so). ``prune``: after a complete
-    sync, drop the side cache's unused vectors."""
+    made (memidex's version, the home folder): a file's cached key is used only under
+    the same one. ``secrets``: the secrets file the masking reads — the side cache is
+    emptied when its secrets are not those its texts were masked with
+    (:meth:`SideCache.masked_alike`). ``budget_seconds``: stop embedding after that long
+    (the report says how many are left; a reading command bounds its cost so).
+    ``prune``: after a complete sync, drop the side cache's unused vectors."""
     from memidex.vectors.blobs import encode_f16
     from memidex.vectors.text import record_text
 
@@ -258,17 +303,20 @@ def sync_vectors(db: IndexDB, embedder: Embedder, mask: Callable[[str], str],
         with db.begin_write() as c:
             c.execute("DELETE FROM vectors WHERE model_id != ?", (model_id,))
             _bump(c)
-    copied = _from_files(db, cache_path, model_id, dim, text_id) \
-        if cache_path is not None and cache_path.exists() else 0
-    rows = conn.execute(
-        "SELECT r.rowid, r.path, f.sha256, r.title, r.body, r.anchors FROM records r"
-        " JOIN files f ON f.path = r.path LEFT JOIN vectors v ON v.record_rowid = r.rowid"
-        " WHERE v.record_rowid IS NULL ORDER BY r.rowid").fetchall()
     cache = SideCache(cache_path) if cache_path is not None else None
-    batch = 32 if getattr(embedder, "level", "") == "memidex" else 256
-    embedded = done = 0
-    reused = copied
     try:
+        if cache is not None and secrets is not None and not cache.masked_alike(secrets):
+            cache.close()
+            cache = None
+        copied = _from_files(db, cache.path, model_id, dim, text_id) \
+            if cache is not None and cache.path.exists() else 0
+        rows = conn.execute(
+            "SELECT r.rowid, r.path, f.sha256, r.title, r.body, r.anchors FROM records r"
+            " JOIN files f ON f.path = r.path LEFT JOIN vectors v ON v.record_rowid = r.rowid"
+            " WHERE v.record_rowid IS NULL ORDER BY r.rowid").fetchall()
+        batch = 32 if getattr(embedder, "level", "") == "memidex" else 256
+        embedded = done = 0
+        reused = copied
         for i in range(0, len(rows), batch):
             part = rows[i:i + batch]
             texts = [mask(record_text(t, b, a.split("\n"))) for _r, _p, _s, t, b, a in part]
