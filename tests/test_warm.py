@@ -215,6 +215,93 @@ def _edits(repo: Path, ids: list[str]) -> None:
     assert doctor["index"]["matches_files"] is True and doctor["healthy"] is True
 
 
+def test_an_edit_through_a_hard_link_elsewhere_is_seen_warm(repo: Path, tmp_path: Path
+                                                            ) -> None:
+    """A record with another name outside the repository (``cp -al`` leaves such links),
+    edited through that name: the kernel tells the watch of the other folder only, so
+    the daemon stats such files at every command — the ones linked before it started and
+    one linked into the records folder while it runs. (Only warm commands until the
+    end: a one-shot one refreshes the index, and the daemon then asks git.)"""
+    ids = _records(repo)
+    cli(repo, "knowledge", "rebuild-index", warm="0")
+    backup = tmp_path / "backup"
+    backup.mkdir()
+    before = backup / "before.md"
+    os.link(repo / FACTS / f"{ids[0]}.md", before)
+    d = Daemon(repo)
+    try:
+        outside = backup / "while.md"
+        record = make_record(anchor="el:link:while", title="Linked while serving",
+                             body="Written outside, linked in.")
+        (outside.parent / "tmp").mkdir()
+        os.rename(write_record(outside.parent / "tmp", record), outside)
+        os.link(outside, repo / FACTS / f"{record.id}.md")
+        out = cli(repo, "knowledge", "search", "linked in", "--json", warm="require")
+        assert json.loads(out.stdout)["results"], out.stderr
+        git(repo, "add", "-A")  # tracked: no longer stat-ed as an untracked file is
+        git(repo, "commit", "-qm", "linked")
+        for name, other in (("before", before), ("while", outside)):
+            for i in range(2):
+                token = f"linked{name}{i}x"
+                with other.open("ab") as f:  # in place, through the name outside
+                    f.write(f" {token}\n".encode())
+                out = cli(repo, "knowledge", "search", token, "--json", warm="require")
+                assert out.returncode == 0, out.stderr
+                assert json.loads(out.stdout)["results"], (name, i)
+        before.unlink()  # a link count back to one: no longer stat-ed, still right
+        with (repo / FACTS / f"{ids[0]}.md").open("ab") as f:
+            f.write(b" unlinkedtoken\n")
+        out = cli(repo, "knowledge", "search", "unlinkedtoken", "--json", warm="require")
+        assert json.loads(out.stdout)["results"]
+        _same(repo, "knowledge", "search", "linked", "--json")
+    finally:
+        d.stop()
+
+
+@pytest.mark.parametrize("where", ["repository", "worktree"])
+def test_the_commit_an_answer_names_follows_git_while_the_daemon_runs(
+        repo: Path, where: str) -> None:
+    """Each answer names the commit it comes from (``commit``): moved by git while the
+    daemon runs — a commit that writes git's index, one that does not (``--allow-empty``),
+    ``reset --soft``, a branch checked out, refs packed — the warm answer names the
+    commit the one-shot one names; in a linked worktree too (HEAD in its own git folder,
+    the refs in the common one). Warm commands only until each check (a one-shot command
+    refreshes the index, and the daemon then asks git anyway)."""
+    _records(repo)
+    if where == "worktree":
+        git(repo, "worktree", "add", "-q", str(repo.parent / "wt"))
+        repo = repo.parent / "wt"
+    cli(repo, "knowledge", "rebuild-index", warm="0")
+
+    def commit_of(warm: str) -> object:
+        out = cli(repo, "knowledge", "search", "coupon", "--json", warm=warm)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)["commit"]
+
+    d = Daemon(repo)
+    try:
+        steps: list[tuple[str, ...]] = [
+            ("commit", "-q", "--allow-empty", "-m", "empty"),
+            ("checkout", "-q", "-b", "other"),
+            ("commit", "-q", "--allow-empty", "-m", "on other"),
+            ("pack-refs", "--all"),
+            ("commit", "-q", "--allow-empty", "-m", "after packing"),
+            ("reset", "-q", "--soft", "HEAD~1"),
+            ("checkout", "-q", "-"),
+        ]
+        for step in steps:
+            commit_of("require")  # the daemon's snapshot is its own before the step
+            git(repo, *step)
+            head = git(repo, "rev-parse", "HEAD").strip()
+            assert commit_of("require") == head, step
+        commit_of("require")  # the look after git moved asked git; this one does not
+        doctor = json.loads(cli(repo, "doctor", "--json", warm="require").stdout)
+        assert doctor["index"]["staleness"]["method"] == "watch", doctor["index"]
+        assert commit_of("0") == head
+    finally:
+        d.stop()
+
+
 def test_what_the_daemon_refreshed_is_seen_by_one_shot_commands_after_it(
         repo: Path) -> None:
     """The warm index names every path it refreshed in the staleness snapshot, so a

@@ -228,7 +228,8 @@ class Watch(Protocol):
     def drain(self) -> set[str] | None:
         """Root-relative record and policy paths changed since the last drain, read now
         (every change that finished before the call is among them); ``None`` when events
-        may have been lost (the caller then looks the slow way)."""
+        may have been lost, or git's HEAD, refs or index may have moved (the caller then
+        looks the slow way)."""
         # pragma: no cover - a protocol
 
 

@@ -10,14 +10,35 @@ returns: a command that runs after an edit always sees it.
 What it cannot name exactly it reports as lost (``None``), and the caller then looks the
 slow way (``git`` or a full scan): a queue overflow, a folder created, deleted or moved
 (the watches are set again over the folders as they now are), a watched folder gone.
+
 Only record files (``*.md`` under the records folder) and policy files (``*.yaml`` and
 ``*.yml`` directly in the policies folder) are named; names starting with a dot (editors'
 temporary files) are not.
+
+It also watches where git keeps HEAD, the refs and its index (the git folder, the common
+folder of a worktree, ``refs/`` and every folder under it, ``reftable/``): a commit, a
+checkout, a reset, ``git add`` or refs packed change what the slow way names — and the
+commit each answer names — without a record file changing, so a drain after any change
+there is ``None`` too (the watches stay as they are). Where git cannot say where those
+are, or one of them cannot be watched, every drain is ``None``.
+
+A records or policies folder that cannot be watched (the user's inotify limits reached)
+fails the watcher's start (``OSError``); met when the watches are set again, it leaves
+the watcher blind: every drain is then ``None``.
+
+A file with another name outside the watched folders (a hard link: ``st_nlink`` above
+one, as ``cp -al`` leaves) can change through that name, and no watch hears it: the kernel
+reports a change to the watch on the folder of the name it was made through. So every such
+file the watcher has seen — when it set its watches, or since, through an event — is among
+the paths of every drain, for the caller to stat. A link made to a watched file from
+outside after the watcher last saw it is the one change it cannot know of (``link`` tells
+no watch of the file's folder), until the file's next event; ``docs/warm.md`` says so.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from typing import Any
 
 __all__ = ["Watcher", "available"]
@@ -34,6 +55,9 @@ _FOLDER_MASK = (_MODIFY | _ATTRIB | _CLOSE_WRITE | _MOVED_FROM | _MOVED_TO | _CR
 _PARENT_MASK = (_MOVED_FROM | _MOVED_TO | _CREATE | _DELETE | _DELETE_SELF | _MOVE_SELF |
                 _ONLYDIR | _DONT_FOLLOW)
 _LOST = _Q_OVERFLOW | _UNMOUNT | _IGNORED | _DELETE_SELF | _MOVE_SELF
+_GIT_MASK = (_MODIFY | _CLOSE_WRITE | _MOVED_FROM | _MOVED_TO | _CREATE | _DELETE |
+             _DELETE_SELF | _MOVE_SELF | _ONLYDIR)
+_GIT_REFS = ("refs", "reftable")
 
 
 def available() -> str | None:
@@ -64,7 +88,12 @@ class Watcher:
         self._folders: dict[int, str] = {}  # watch descriptor -> root-relative folder
         self._parents: dict[int, set[str]] = {}  # descriptor -> top names watched for
         self._changed: set[str] = set()
+        self._linked: set[str] = set()  # wanted files with another name (st_nlink > 1)
+        self._git: dict[int, tuple[str, bool]] = {}  # descriptor -> (folder, a top one)
+        self._git_known = False  # whether every folder git keeps HEAD's state in is watched
+        self._git_moved = False
         self._lost = False
+        self._blind = False  # a folder could not be watched when the watches were set again
         self.rearmed = 0
         """How many times the watches were set again (tests read it)."""
         self._arm()
@@ -80,27 +109,96 @@ class Watcher:
             self._inotify.close()
             self._inotify = INotify(nonblocking=True)
             self.rearmed += 1
-        self._folders, self._parents = {}, {}
+        self._folders, self._parents, self._linked = {}, {}, set()
         for top in self.tops:
             parent, name = os.path.split(top)
             self._watch_parent(parent, name)
-            if top == self.records_top:
-                for folder, dirs, _files in os.walk(os.path.join(self.root, top)):
-                    dirs[:] = [d for d in dirs if not d.startswith(".")]
-                    self._watch(os.path.relpath(folder, self.root))
-            else:
-                self._watch(top)
+            self._walk(top, top == self.records_top)
+        self._arm_git()
 
-    def _watch(self, rel: str) -> None:
+    def _arm_git(self) -> None:
+        """Watch the folders git keeps HEAD, the refs and its index in."""
+        self._git, self._git_moved = {}, False
+        found = _git_folders(self.root)
+        self._git_known = found is not None
+        if found is None:
+            return
+        git_dir, common = found
+        for folder in dict.fromkeys((git_dir, common)):
+            self._watch_git(folder, top=True)
+        for name in _GIT_REFS:
+            self._watch_git_tree(os.path.join(common, name), top=name == "refs")
+
+    def _watch_git_tree(self, path: str, *, top: bool = False) -> None:
+        """Watch ``path`` and every folder under it (none there: nothing to watch)."""
+        for folder, _dirs, _files in os.walk(path):
+            self._watch_git(folder, top=top and folder == path)
+
+    def _watch_git(self, path: str, *, top: bool) -> None:
+        try:
+            wd = self._inotify.add_watch(path, _GIT_MASK)
+        except OSError:
+            if top or os.path.isdir(path):  # one git folder not watched: HEAD unknown
+                self._git_known = False
+            return
+        if wd in self._folders or wd in self._parents:
+            self._git_known = False  # a folder watched for records too: its mask is shared
+            return
+        self._git[wd] = (path, top or self._git.get(wd, (path, False))[1])
+
+    def _walk(self, rel: str, below: bool) -> None:
+        """Watch the folder ``rel`` (and, ``below``, every folder under it as ``os.walk``
+        finds them: no folder whose name starts with a dot, no symlinked one), noting its
+        wanted files that have another name."""
+        if not self._watch(rel):
+            return
+        folder = rel.replace(os.sep, "/")
+        try:
+            with os.scandir(os.path.join(self.root, rel)) as it:
+                entries = list(it)
+        except OSError:
+            return  # gone since: its parent's watch has the event
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                continue
+            if is_dir:
+                if below and not entry.name.startswith(".") and not entry.is_symlink():
+                    self._walk(os.path.join(rel, entry.name), below)
+            elif self._wanted(folder, entry.name):
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+                    self._linked.add(f"{folder}/{entry.name}")
+
+    def _relink(self, path: str) -> None:
+        """Whether ``path`` (changed) now has another name: noted, or no longer."""
+        try:
+            st = os.lstat(os.path.join(self.root, path))
+        except OSError:
+            self._linked.discard(path)
+            return
+        if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+            self._linked.add(path)
+        else:
+            self._linked.discard(path)
+
+    def _watch(self, rel: str) -> bool:
         path = os.path.join(self.root, rel)
         if os.path.islink(path):
             self._lost = True  # a symlinked folder: the refresh's slow path handles it
-            return
+            return False
         try:
             wd = self._inotify.add_watch(path, _FOLDER_MASK)
         except OSError:
-            return  # a folder missing now: its parent's watch sees it appear
+            if os.path.isdir(path):
+                raise  # there, and not watched (the inotify limits): the caller decides
+            return False  # a folder missing now: its parent's watch sees it appear
         self._folders[wd] = rel.replace(os.sep, "/")
+        return True
 
     def _watch_parent(self, parent: str, name: str) -> None:
         try:
@@ -118,24 +216,43 @@ class Watcher:
         return folder in self.tops[1:] and name.endswith((".yaml", ".yml"))
 
     def drain(self) -> set[str] | None:
-        """The paths changed since the last drain, or ``None`` (see the module doc)."""
+        """The paths changed since the last drain and the files with another name, or
+        ``None`` when the caller must look the slow way (see the module doc)."""
         while True:
             events = self._inotify.read(timeout=0)
             if not events:
                 break
             for wd, mask, _cookie, name in events:
                 self._event(wd, mask, name)
-        if self._lost:
+        if self._lost and not self._blind:
             self._lost = False
             self._changed = set()
-            self._arm()
+            try:
+                self._arm()
+            except OSError:
+                self._blind = True
             return None
         out, self._changed = self._changed, set()
-        return out
+        for path in out:
+            self._relink(path)
+        if self._blind or self._git_moved or not self._git_known:
+            self._git_moved = False
+            return None  # git may name other files, and another commit
+        return out | self._linked
 
     def _event(self, wd: int, mask: int, name: str) -> None:
         if mask & _Q_OVERFLOW:
             self._lost = True
+            return
+        git = self._git.get(wd)
+        if git is not None:
+            self._git_moved = True  # HEAD, a ref or git's index may have moved
+            if mask & _LOST:
+                self._git.pop(wd, None)
+                if git[1]:
+                    self._lost = True  # a git folder itself went: look again for them all
+            elif mask & _ISDIR and mask & (_CREATE | _MOVED_TO):
+                self._watch_git_tree(os.path.join(git[0], name))  # a new refs folder
             return
         names = self._parents.get(wd)
         if names is not None:
@@ -150,3 +267,21 @@ class Watcher:
             return
         if self._wanted(folder, name):
             self._changed.add(f"{folder}/{name}")
+
+
+def _git_folders(root: str) -> tuple[str, str] | None:
+    """The git folder and the common one (a worktree's differs) of ``root``, or None
+    (not a repository, no git)."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "rev-parse", "--git-dir", "--git-common-dir"],
+                             cwd=root, capture_output=True, text=True, check=False,
+                             timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = out.stdout.splitlines()
+    if out.returncode != 0 or len(lines) != 2 or not all(lines):
+        return None
+    git_dir, common = (os.path.realpath(os.path.join(root, line)) for line in lines)
+    return git_dir, common

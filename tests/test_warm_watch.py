@@ -1,0 +1,103 @@
+"""The warm server's watcher at the kernel's inotify limits: a folder it cannot watch
+never lets it answer as if it had seen everything.
+
+The limit is real: each case runs a Python process in a new user namespace
+(``unshare -U -r``), where ``/proc/sys/user/max_inotify_watches`` is that namespace's own
+and can be set low without touching the machine's.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from conftest import git
+
+SCRIPT = textwrap.dedent("""
+    import json, os, sys
+    from memidex.warm.watch import Watcher
+
+    root, case = sys.argv[1], sys.argv[2]
+    tops = ["records", "policies"]
+
+    def limit(n):
+        with open("/proc/sys/user/max_inotify_watches", "w") as f:
+            f.write(str(n))
+
+    def used(w):
+        return len(w._folders) + len(w._parents) + len(getattr(w, "_git", {}))
+
+    out = {}
+    if case == "start":
+        limit(3)
+        try:
+            Watcher(root, tops)
+            out["start"] = "watching"
+        except OSError as exc:
+            out["start"] = exc.errno
+    elif case == "rearm":
+        w = Watcher(root, tops)
+        drained = w.drain()
+        out["first"] = None if drained is None else sorted(drained)
+        limit(used(w))  # room for what it watches now, not one folder more
+        os.mkdir(os.path.join(root, "records", "new"))
+        out["lost"] = w.drain()
+        with open(os.path.join(root, "records", "new", "r.md"), "w") as f:
+            f.write("x")
+        with open(os.path.join(root, "records", "a", "r0.md"), "a") as f:
+            f.write("y")
+        drained = w.drain()
+        out["after"] = None if drained is None else sorted(drained)
+    elif case == "git":
+        probe = Watcher(root, tops)
+        records = len(probe._folders) + len(probe._parents)
+        probe.close()
+        limit(records)  # the record folders fit; git's do not
+        w = Watcher(root, tops)
+        drained = w.drain()
+        out["git"] = None if drained is None else sorted(drained)
+    print(json.dumps(out))
+""")
+
+
+def _tree(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    for folder in ("a", "b", "c"):
+        (root / "records" / folder).mkdir(parents=True)
+        (root / "records" / folder / "r0.md").write_text("r\n")
+    (root / "policies").mkdir()
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "tree")
+    return root
+
+
+def _run(root: Path, case: str) -> dict[str, object]:
+    unshare = shutil.which("unshare")
+    assert unshare is not None, "these tests need util-linux's unshare"
+    out = subprocess.run([unshare, "-U", "-r", sys.executable, "-c", SCRIPT, str(root), case],
+                         capture_output=True, text=True, check=False, timeout=60)
+    assert out.returncode == 0, out.stderr
+    result: dict[str, object] = json.loads(out.stdout)
+    return result
+
+
+def test_a_folder_it_cannot_watch_at_start_fails_the_start(tmp_path: Path) -> None:
+    """The daemon then serves without a watcher (each command asks git) and says so."""
+    assert _run(_tree(tmp_path), "start") == {"start": 28}  # ENOSPC
+
+
+def test_a_folder_it_cannot_watch_later_leaves_it_blind_not_wrong(tmp_path: Path) -> None:
+    result = _run(_tree(tmp_path), "rearm")
+    assert result["first"] == [], result
+    assert result["lost"] is None  # a folder came: the watches are set again
+    # the new folder could not be watched: no drain may claim to name every change
+    assert result["after"] is None, result
+
+
+def test_a_git_folder_it_cannot_watch_makes_every_look_ask_git(tmp_path: Path) -> None:
+    assert _run(_tree(tmp_path), "git") == {"git": None}
