@@ -302,6 +302,36 @@ def test_the_commit_an_answer_names_follows_git_while_the_daemon_runs(
         d.stop()
 
 
+@pytest.mark.parametrize("swapped", ["agent-qa-knowledge", "agent-qa-knowledge/memory"])
+def test_a_folder_above_the_records_moved_away_and_replaced_is_seen(
+        repo: Path, swapped: str) -> None:
+    """The knowledge folder (or one between it and the records) moved aside and a copy
+    put in its place, as a restore from a backup does: the watches were on the folders
+    moved aside, so the daemon watches every folder from the root down to the records and
+    policies for the next name changing, and then sets its watches again."""
+    ids = _records(repo)
+    cli(repo, "knowledge", "rebuild-index", warm="0")
+    d = Daemon(repo)
+    try:
+        import shutil
+
+        os.rename(repo / swapped, repo / "aside")
+        shutil.copytree(repo / "aside", repo / swapped, symlinks=True)
+        assert cli(repo, "knowledge", "list", warm="require").returncode == 0
+        with (repo / FACTS / f"{ids[1]}.md").open("ab") as f:  # in the copy, in place
+            f.write(b" swappedtoken\n")
+        out = cli(repo, "knowledge", "search", "swappedtoken", "--json", warm="require")
+        assert json.loads(out.stdout)["results"], out.stderr
+        with (repo / "aside" / "memory/records/fact" if swapped == "agent-qa-knowledge"
+              else repo / "aside" / "records/fact").joinpath(f"{ids[2]}.md").open("ab") as f:
+            f.write(b" asidetoken\n")  # the folder moved aside is no longer the records
+        out = cli(repo, "knowledge", "search", "asidetoken", "--json", warm="require")
+        assert json.loads(out.stdout)["results"] == []
+        _same(repo, "knowledge", "search", "swappedtoken", "--json")
+    finally:
+        d.stop()
+
+
 def test_what_the_daemon_refreshed_is_seen_by_one_shot_commands_after_it(
         repo: Path) -> None:
     """The warm index names every path it refreshed in the staleness snapshot, so a

@@ -9,7 +9,10 @@ returns: a command that runs after an edit always sees it.
 
 What it cannot name exactly it reports as lost (``None``), and the caller then looks the
 slow way (``git`` or a full scan): a queue overflow, a folder created, deleted or moved
-(the watches are set again over the folders as they now are), a watched folder gone.
+(the watches are set again over the folders as they now are), a watched folder gone, a
+folder on the way from the root to the records or policies folder replaced (each of
+those is watched for the next name: a watch follows the folder it was set on, not its
+name).
 
 Only record files (``*.md`` under the records folder) and policy files (``*.yaml`` and
 ``*.yml`` directly in the policies folder) are named; names starting with a dot (editors'
@@ -49,6 +52,7 @@ _MOVED_FROM, _MOVED_TO, _CREATE, _DELETE = 0x40, 0x80, 0x100, 0x200
 _DELETE_SELF, _MOVE_SELF = 0x400, 0x800
 _UNMOUNT, _Q_OVERFLOW, _IGNORED = 0x2000, 0x4000, 0x8000
 _ONLYDIR, _DONT_FOLLOW, _EXCL_UNLINK, _ISDIR = 0x01000000, 0x02000000, 0x04000000, 0x40000000
+_MASK_ADD = 0x20000000  # a folder watched in two roles keeps both masks
 
 _FOLDER_MASK = (_MODIFY | _ATTRIB | _CLOSE_WRITE | _MOVED_FROM | _MOVED_TO | _CREATE |
                 _DELETE | _DELETE_SELF | _MOVE_SELF | _ONLYDIR | _DONT_FOLLOW | _EXCL_UNLINK)
@@ -111,8 +115,9 @@ class Watcher:
             self.rearmed += 1
         self._folders, self._parents, self._linked = {}, {}, set()
         for top in self.tops:
-            parent, name = os.path.split(top)
-            self._watch_parent(parent, name)
+            parts = top.split("/")  # every folder from the root down, for the next name
+            for depth in range(len(parts)):
+                self._watch_parent("/".join(parts[:depth]), parts[depth])
             self._walk(top, top == self.records_top)
         self._arm_git()
 
@@ -136,7 +141,7 @@ class Watcher:
 
     def _watch_git(self, path: str, *, top: bool) -> None:
         try:
-            wd = self._inotify.add_watch(path, _GIT_MASK)
+            wd = self._inotify.add_watch(path, _GIT_MASK | _MASK_ADD)
         except OSError:
             if top or os.path.isdir(path):  # one git folder not watched: HEAD unknown
                 self._git_known = False
@@ -192,7 +197,7 @@ class Watcher:
             self._lost = True  # a symlinked folder: the refresh's slow path handles it
             return False
         try:
-            wd = self._inotify.add_watch(path, _FOLDER_MASK)
+            wd = self._inotify.add_watch(path, _FOLDER_MASK | _MASK_ADD)
         except OSError:
             if os.path.isdir(path):
                 raise  # there, and not watched (the inotify limits): the caller decides
@@ -202,7 +207,8 @@ class Watcher:
 
     def _watch_parent(self, parent: str, name: str) -> None:
         try:
-            wd = self._inotify.add_watch(os.path.join(self.root, parent), _PARENT_MASK)
+            wd = self._inotify.add_watch(os.path.join(self.root, parent),
+                                         _PARENT_MASK | _MASK_ADD)
         except OSError:
             self._lost = True  # nothing to watch from: every drain says so
             return
@@ -255,11 +261,10 @@ class Watcher:
                 self._watch_git_tree(os.path.join(git[0], name))  # a new refs folder
             return
         names = self._parents.get(wd)
-        if names is not None:
-            if name in names or mask & _LOST:
-                self._lost = True  # a top folder appeared, went or moved
+        if names is not None and (name in names or mask & _LOST):
+            self._lost = True  # a folder on the way to a top appeared, went or moved
             return
-        folder = self._folders.get(wd)
+        folder = self._folders.get(wd)  # (a folder may be a top's parent and watched too)
         if folder is None:
             return  # a watch removed in _arm, whose last events were still queued
         if mask & _LOST or mask & _ISDIR:
