@@ -32,10 +32,11 @@ test: $(STAMP) deps lint bytecode
 	$(BIN)/pytest -n $(JOBS) --cov --cov-report=term-missing:skip-covered --cov-fail-under=$(COV_MIN)
 
 ## deps: what the tests run for real besides Python: PostgreSQL 15 with pgvector (scripts/install_pg.sh),
-## Debian's chromium (the dashboard's browser tests), node/npm (the TypeScript MCP client) and faketime
-## (a process with faked clocks against the writer lease). As root
-## it installs what is missing from the package registries; as a user it says what is missing (the
-## tests needing it then fail, saying so). When everything is there it takes ~10 ms.
+## Debian's chromium (the dashboard's browser tests), node/npm (the TypeScript MCP client), faketime
+## (a process with faked clocks against the writer lease) and bindfs (a FUSE mount the warm path's
+## watcher must not trust). As root it installs what is missing from the package registries; as a
+## user it says what is missing (the tests needing it then fail, saying so). When everything is
+## there it takes ~10 ms.
 deps:
 	@bash scripts/install_pg.sh || test "$$(id -u)" != 0
 	@test -x /usr/bin/chromium || { test "$$(id -u)" = 0 && apt-get update -qq && \
@@ -47,6 +48,9 @@ deps:
 	@command -v npm >/dev/null || { test "$$(id -u)" = 0 && apt-get update -qq && \
 		apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null; } || \
 		echo "make deps: node/npm are missing: as root, apt-get install nodejs npm" >&2
+	@command -v bindfs >/dev/null || { test "$$(id -u)" = 0 && apt-get update -qq && \
+		apt-get install -y -qq --no-install-recommends bindfs >/dev/null; } || \
+		echo "make deps: bindfs is missing: as root, apt-get install bindfs" >&2
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench scripts

@@ -101,3 +101,56 @@ def test_a_folder_it_cannot_watch_later_leaves_it_blind_not_wrong(tmp_path: Path
 
 def test_a_git_folder_it_cannot_watch_makes_every_look_ask_git(tmp_path: Path) -> None:
     assert _run(_tree(tmp_path), "git") == {"git": None}
+
+
+def test_the_records_on_a_fuse_mount_are_not_trusted_to_a_watch(repo: Path,
+                                                                 tmp_path: Path) -> None:
+    """The repository served through a FUSE mount (bindfs: as sshfs, a VM's or a
+    container's shared folder, WSL's ``/mnt/c`` over 9p): an edit made to the folder it
+    mirrors reaches no watch on the mount, so the daemon watches nothing there and every
+    command asks git — the edit is seen by the next command, warm or not."""
+    from test_warm import FACTS, Daemon, _records, cli
+
+    bindfs = shutil.which("bindfs")
+    assert bindfs is not None, "this test needs bindfs (make deps installs it as root)"
+    ids = _records(repo)
+    cli(repo, "knowledge", "rebuild-index", warm="0")
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    subprocess.run([bindfs, "-o", "attr_timeout=0,entry_timeout=0", str(repo), str(mount)],
+                   check=True, capture_output=True, timeout=30)
+    try:
+        d = Daemon(mount)
+        try:
+            with (repo / FACTS / f"{ids[0]}.md").open("ab") as f:  # not through the mount
+                f.write(b" mirroredtoken\n")
+            out = cli(mount, "knowledge", "search", "mirroredtoken", "--json",
+                      warm="require")
+            assert out.returncode == 0, out.stderr
+            assert json.loads(out.stdout)["results"], "a stale answer was served"
+            doctor = json.loads(cli(mount, "doctor", "--json", warm="require").stdout)
+            assert doctor["index"]["staleness"]["method"] != "watch"
+            assert "is on a fuse file system" in doctor["serving"]["watch"], doctor["serving"]
+        finally:
+            d.stop()
+    finally:
+        subprocess.run(["fusermount", "-u", str(mount)], check=False, capture_output=True,
+                       timeout=30)
+
+
+def test_the_file_system_of_a_path_is_the_last_of_its_longest_mount_points() -> None:
+    from memidex.warm.watch import LOCAL_FILESYSTEMS, filesystem_of
+
+    mountinfo = "\n".join([
+        "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw",
+        "98 22 0:55 / /mnt/c rw,noatime - 9p drvfs rw,aname=drvfs;path=C:\\;uid=1000",
+        "99 22 0:56 / /home/a\\040b rw - fuse.sshfs host:/srv rw,user_id=1000",
+        "100 22 0:57 / /srv rw master:3 - nfs4 host:/srv rw",
+        "101 100 0:58 / /srv rw - tmpfs tmpfs rw",  # mounted over the NFS one
+        "garbage line",
+    ])
+    assert filesystem_of("/mnt/c/Users/me/repo", mountinfo) == "9p"
+    assert filesystem_of("/mnt/cd/repo", mountinfo) == "ext4"  # not under /mnt/c
+    assert filesystem_of("/home/a b/repo", mountinfo) == "fuse.sshfs"
+    assert filesystem_of("/srv/repo", mountinfo) == "tmpfs"
+    assert "9p" not in LOCAL_FILESYSTEMS and "ext4" in LOCAL_FILESYSTEMS

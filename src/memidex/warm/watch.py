@@ -44,7 +44,7 @@ import os
 import stat
 from typing import Any
 
-__all__ = ["Watcher", "available"]
+__all__ = ["LOCAL_FILESYSTEMS", "NotLocal", "Watcher", "available", "filesystem_of"]
 
 # inotify(7) masks (the kernel's ABI; inotify_simple.flags has the same values)
 _MODIFY, _ATTRIB, _CLOSE_WRITE = 0x2, 0x4, 0x8
@@ -62,6 +62,19 @@ _LOST = _Q_OVERFLOW | _UNMOUNT | _IGNORED | _DELETE_SELF | _MOVE_SELF
 _GIT_MASK = (_MODIFY | _CLOSE_WRITE | _MOVED_FROM | _MOVED_TO | _CREATE | _DELETE |
              _DELETE_SELF | _MOVE_SELF | _ONLYDIR)
 _GIT_REFS = ("refs", "reftable")
+
+LOCAL_FILESYSTEMS = frozenset({
+    "ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "zfs", "bcachefs", "reiserfs", "jfs",
+    "nilfs2", "tmpfs", "ramfs", "overlay", "vfat", "msdos", "exfat", "ntfs3", "hfsplus",
+    "squashfs", "erofs", "iso9660", "udf"})
+"""File systems whose every change goes through this kernel, which tells inotify. On any
+other — NFS, SMB, 9p (WSL's ``/mnt/c``), virtiofs, a FUSE one (sshfs, bindfs, a VM's or
+container's shared folder) — a change made from elsewhere (another machine, the host, the
+folder it mirrors) reaches no watch."""
+
+
+class NotLocal(OSError):
+    """A watched folder is on a file system whose changes inotify may not hear."""
 
 
 def available() -> str | None:
@@ -88,6 +101,9 @@ class Watcher:
         self.root = root
         self.records_top = tops[0]
         self.tops = list(tops)
+        elsewhere = _elsewhere([os.path.join(root, top) for top in tops])
+        if elsewhere is not None:
+            raise NotLocal(elsewhere)
         self._inotify: Any = INotify(nonblocking=True)
         self._folders: dict[int, str] = {}  # watch descriptor -> root-relative folder
         self._parents: dict[int, set[str]] = {}  # descriptor -> top names watched for
@@ -129,6 +145,9 @@ class Watcher:
         if found is None:
             return
         git_dir, common = found
+        if _elsewhere([git_dir, common]) is not None:
+            self._git_known = False  # HEAD may move from elsewhere: every look asks git
+            return
         for folder in dict.fromkeys((git_dir, common)):
             self._watch_git(folder, top=True)
         for name in _GIT_REFS:
@@ -290,3 +309,56 @@ def _git_folders(root: str) -> tuple[str, str] | None:
         return None
     git_dir, common = (os.path.realpath(os.path.join(root, line)) for line in lines)
     return git_dir, common
+
+
+def filesystem_of(path: str, mountinfo: str | None = None) -> str | None:
+    """The type of the file system ``path`` is on, as ``/proc/self/mountinfo`` (or the
+    text given) says: the last of the longest mount points it is under; None when that
+    cannot be read."""
+    if mountinfo is None:
+        try:
+            with open("/proc/self/mountinfo", encoding="utf-8",
+                      errors="surrogateescape") as f:
+                mountinfo = f.read()
+        except OSError:
+            return None
+    real = os.path.realpath(path)
+    longest, kind = -1, None
+    for line in mountinfo.splitlines():
+        fields = line.split(" ")
+        try:
+            dash = fields.index("-", 6)
+        except ValueError:
+            continue
+        if len(fields) <= dash + 1:
+            continue
+        point = _unescape(fields[4])
+        if (real == point or real.startswith(point.rstrip("/") + "/")) and \
+                len(point) >= longest:
+            longest, kind = len(point), fields[dash + 1]
+    return kind
+
+
+def _unescape(field: str) -> str:
+    """A mountinfo field with its octal escapes (a space is ``\\040``) read."""
+    if "\\" not in field:
+        return field
+    import re
+
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def _elsewhere(paths: list[str]) -> str | None:
+    """Why one of ``paths`` cannot be trusted to a watch (see
+    :data:`LOCAL_FILESYSTEMS`), or None."""
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
+            mountinfo = f.read()
+    except OSError as exc:
+        return f"cannot tell which file systems the folders are on ({exc.strerror or exc})"
+    for path in paths:
+        kind = filesystem_of(path, mountinfo)
+        if kind not in LOCAL_FILESYSTEMS:
+            return (f"{path} is on a {kind or 'unknown'} file system: a change made to it "
+                    "from elsewhere reaches no watch")
+    return None
