@@ -92,8 +92,8 @@ def available() -> str | None:
 
 class Watcher:
     """inotify watches on ``tops`` (root-relative folders: the records folder, watched
-    with every folder under it, and the policies folder), and on their parent folders
-    for the tops themselves appearing or going."""
+    with every folder under it, and the policies folder), on every folder from the root
+    down to them for a folder on the way appearing or going, and on git's folders."""
 
     def __init__(self, root: str, tops: list[str]) -> None:
         from inotify_simple import INotify
@@ -116,7 +116,11 @@ class Watcher:
         self._blind = False  # a folder could not be watched when the watches were set again
         self.rearmed = 0
         """How many times the watches were set again (tests read it)."""
-        self._arm()
+        try:
+            self._arm()
+        except BaseException:
+            self._inotify.close()
+            raise
 
     def close(self) -> None:
         self._inotify.close()
