@@ -1,9 +1,11 @@
-"""The warm server's watcher at the kernel's inotify limits: a folder it cannot watch
-never lets it answer as if it had seen everything.
+"""The warm server's watcher where inotify cannot hear everything — at the kernel's
+inotify limits, on a file system changed from elsewhere: it never answers as if it had
+seen every change.
 
-The limit is real: each case runs a Python process in a new user namespace
+The limit is real: each such case runs a Python process in a new user namespace
 (``unshare -U -r``), where ``/proc/sys/user/max_inotify_watches`` is that namespace's own
-and can be set low without touching the machine's.
+and can be set low without touching the machine's. The other file system is a real FUSE
+mount (bindfs) of the repository.
 """
 
 from __future__ import annotations
