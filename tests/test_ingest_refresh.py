@@ -115,6 +115,9 @@ def test_a_warm_server_keeps_its_own_watch(tmp_path: Path,
         def drain(self) -> set[str] | None:
             return None  # events lost: the refresh must look the slow way
 
+        def follow_git(self, folders: tuple[str, str] | None) -> None:
+            pass
+
     staleness.watch(str(root), ["agent-qa-knowledge/memory/records", "policies"], Lost())
     try:
         looks = _GitLooks(monkeypatch)

@@ -21,10 +21,16 @@ from conftest import git
 
 SCRIPT = textwrap.dedent("""
     import json, os, sys
-    from memidex.warm.watch import Watcher
+    from memidex.index.gitlook import folders
+    from memidex.warm.watch import Watcher as Watching
 
     root, case = sys.argv[1], sys.argv[2]
     tops = ["records", "policies"]
+
+    def Watcher(root, tops):
+        w = Watching(root, tops)
+        w.follow_git(folders(root))  # as staleness.watch does
+        return w
 
     def limit(n):
         with open("/proc/sys/user/max_inotify_watches", "w") as f:

@@ -27,6 +27,16 @@ def git_text(root: str, *args: str) -> str | None:
     return finish_text(start(root, *args))
 
 
+def folders(root: str) -> tuple[str, str] | None:
+    """git's folder and its common one (a linked worktree's differ) of ``root``, both
+    absolute and real, or None (not a repository, no git)."""
+    out = git_text(root, "rev-parse", "--git-dir", "--git-common-dir")
+    lines = out.splitlines() if out is not None else []
+    if len(lines) != 2 or not all(lines):
+        return None
+    git_dir, common = (os.path.realpath(os.path.join(root, line)) for line in lines)
+    return git_dir, common
+
 def finish_text(proc: Git | None, ok: tuple[int, ...] = (0,)) -> str | None:
     """A started call's stdout, or None when it could not start or exited otherwise."""
     if proc is None:

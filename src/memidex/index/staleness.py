@@ -232,6 +232,10 @@ class Watch(Protocol):
         looks the slow way)."""
         # pragma: no cover - a protocol
 
+    def follow_git(self, folders: tuple[str, str] | None) -> None:
+        """Follow git's folder and its common one as well (None: outside git)."""
+        # pragma: no cover - a protocol
+
 
 class _Watched:
     """A watcher, its folders, and ``expect``: the snapshot JSON the index may hold after
@@ -252,6 +256,7 @@ _WATCHED: dict[str, _Watched] = {}
 def watch(root: str, tops: list[str], watcher: Watch) -> None:
     """Let ``watcher`` name the suspects of ``root`` in this process (see ``watch`` in the
     module docstring) until :func:`unwatch`."""
+    watcher.follow_git(gitlook.folders(root))  # HEAD and git's index move it too
     _WATCHED[root] = _Watched(watcher, tuple(tops))
 
 

@@ -22,8 +22,9 @@ It also watches where git keeps HEAD, the refs and its index (the git folder, th
 folder of a worktree, ``refs/`` and every folder under it, ``reftable/``): a commit, a
 checkout, a reset, ``git add`` or refs packed change what the slow way names — and the
 commit each answer names — without a record file changing, so a drain after any change
-there is ``None`` too (the watches stay as they are). Where git cannot say where those
-are, or one of them cannot be watched, every drain is ``None``.
+there is ``None`` too (the watches stay as they are). The index names those folders
+(:meth:`Watcher.follow_git`, from :func:`memidex.index.staleness.watch`); until it has,
+outside git, or where one of them cannot be watched, every drain is ``None``.
 
 A records or policies folder that cannot be watched (the user's inotify limits reached)
 fails the watcher's start (``OSError``); met when the watches are set again, it leaves
@@ -101,9 +102,10 @@ class Watcher:
         self.root = root
         self.records_top = tops[0]
         self.tops = list(tops)
-        elsewhere = _elsewhere([os.path.join(root, top) for top in tops])
+        elsewhere = _elsewhere([os.path.join(root, top) for top in tops], _mountinfo())
         if elsewhere is not None:
             raise NotLocal(elsewhere)
+        self._git_folders: tuple[str, str] | None = None  # set by follow_git
         self._inotify: Any = INotify(nonblocking=True)
         self._folders: dict[int, str] = {}  # watch descriptor -> root-relative folder
         self._parents: dict[int, set[str]] = {}  # descriptor -> top names watched for
@@ -125,6 +127,15 @@ class Watcher:
     def close(self) -> None:
         self._inotify.close()
 
+    def follow_git(self, folders: tuple[str, str] | None) -> None:
+        """Watch git's folder and its common one (:func:`memidex.index.gitlook.folders`)
+        too; until then, and with None (outside git, or on a file system HEAD may be
+        moved from elsewhere), every drain is ``None``."""
+        if folders is not None and _elsewhere(list(folders), _mountinfo()) is not None:
+            folders = None
+        self._git_folders = folders
+        self._arm_git()
+
     def _arm(self) -> None:
         """Watch every folder as it is now (after a loss: from scratch)."""
         from inotify_simple import INotify
@@ -144,14 +155,10 @@ class Watcher:
     def _arm_git(self) -> None:
         """Watch the folders git keeps HEAD, the refs and its index in."""
         self._git, self._git_moved = {}, False
-        found = _git_folders(self.root)
-        self._git_known = found is not None
-        if found is None:
+        self._git_known = self._git_folders is not None
+        if self._git_folders is None:
             return
-        git_dir, common = found
-        if _elsewhere([git_dir, common]) is not None:
-            self._git_known = False  # HEAD may move from elsewhere: every look asks git
-            return
+        git_dir, common = self._git_folders
         for folder in dict.fromkeys((git_dir, common)):
             self._watch_git(folder, top=True)
         for name in _GIT_REFS:
@@ -172,7 +179,7 @@ class Watcher:
         if wd in self._folders or wd in self._parents:
             self._git_known = False  # a folder watched for records too: its mask is shared
             return
-        self._git[wd] = (path, top or self._git.get(wd, (path, False))[1])
+        self._git[wd] = (path, top)
 
     def _walk(self, rel: str, below: bool) -> None:
         """Watch the folder ``rel`` (and, ``below``, every folder under it as ``os.walk``
@@ -196,20 +203,18 @@ class Watcher:
                     self._walk(os.path.join(rel, entry.name), below)
             elif self._wanted(folder, entry.name):
                 try:
-                    st = entry.stat(follow_symlinks=False)
+                    if _other_names(entry.stat(follow_symlinks=False)):
+                        self._linked.add(f"{folder}/{entry.name}")
                 except OSError:
                     continue
-                if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
-                    self._linked.add(f"{folder}/{entry.name}")
 
     def _relink(self, path: str) -> None:
         """Whether ``path`` (changed) now has another name: noted, or no longer."""
         try:
-            st = os.lstat(os.path.join(self.root, path))
+            linked = _other_names(os.lstat(os.path.join(self.root, path)))
         except OSError:
-            self._linked.discard(path)
-            return
-        if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+            linked = False
+        if linked:
             self._linked.add(path)
         else:
             self._linked.discard(path)
@@ -267,7 +272,8 @@ class Watcher:
         if self._blind or self._git_moved or not self._git_known:
             self._git_moved = False
             return None  # git may name other files, and another commit
-        return out | self._linked
+        out |= self._linked
+        return out
 
     def _event(self, wd: int, mask: int, name: str) -> None:
         if mask & _Q_OVERFLOW:
@@ -297,35 +303,23 @@ class Watcher:
             self._changed.add(f"{folder}/{name}")
 
 
-def _git_folders(root: str) -> tuple[str, str] | None:
-    """The git folder and the common one (a worktree's differs) of ``root``, or None
-    (not a repository, no git)."""
-    import subprocess
 
+def _other_names(st: os.stat_result) -> bool:
+    """Whether a file (its ``lstat``) is a regular one with another name (a hard link)."""
+    return stat.S_ISREG(st.st_mode) and st.st_nlink > 1
+
+
+def _mountinfo() -> str | None:
     try:
-        out = subprocess.run(["git", "rev-parse", "--git-dir", "--git-common-dir"],
-                             cwd=root, capture_output=True, text=True, check=False,
-                             timeout=30)
-    except (OSError, subprocess.SubprocessError):
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
+            return f.read()
+    except OSError:
         return None
-    lines = out.stdout.splitlines()
-    if out.returncode != 0 or len(lines) != 2 or not all(lines):
-        return None
-    git_dir, common = (os.path.realpath(os.path.join(root, line)) for line in lines)
-    return git_dir, common
 
 
-def filesystem_of(path: str, mountinfo: str | None = None) -> str | None:
-    """The type of the file system ``path`` is on, as ``/proc/self/mountinfo`` (or the
-    text given) says: the last of the longest mount points it is under; None when that
-    cannot be read."""
-    if mountinfo is None:
-        try:
-            with open("/proc/self/mountinfo", encoding="utf-8",
-                      errors="surrogateescape") as f:
-                mountinfo = f.read()
-        except OSError:
-            return None
+def filesystem_of(path: str, mountinfo: str) -> str | None:
+    """The type of the file system ``path`` is on, as ``mountinfo`` (the text of
+    ``/proc/self/mountinfo``) says: the last of the longest mount points it is under."""
     real = os.path.realpath(path)
     longest, kind = -1, None
     for line in mountinfo.splitlines():
@@ -352,14 +346,11 @@ def _unescape(field: str) -> str:
     return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
 
 
-def _elsewhere(paths: list[str]) -> str | None:
-    """Why one of ``paths`` cannot be trusted to a watch (see
-    :data:`LOCAL_FILESYSTEMS`), or None."""
-    try:
-        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
-            mountinfo = f.read()
-    except OSError as exc:
-        return f"cannot tell which file systems the folders are on ({exc.strerror or exc})"
+def _elsewhere(paths: list[str], mountinfo: str | None) -> str | None:
+    """Why one of ``paths`` cannot be trusted to a watch (see :data:`LOCAL_FILESYSTEMS`),
+    or None."""
+    if mountinfo is None:
+        return "cannot tell which file systems the folders are on (/proc/self/mountinfo)"
     for path in paths:
         kind = filesystem_of(path, mountinfo)
         if kind not in LOCAL_FILESYSTEMS:
