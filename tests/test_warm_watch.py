@@ -162,3 +162,35 @@ def test_the_file_system_of_a_path_is_the_last_of_its_longest_mount_points() -> 
     assert filesystem_of("/home/a b/repo", mountinfo) == "fuse.sshfs"
     assert filesystem_of("/srv/repo", mountinfo) == "tmpfs"
     assert "9p" not in LOCAL_FILESYSTEMS and "ext4" in LOCAL_FILESYSTEMS
+
+
+def test_folders_nested_past_the_recursion_limit_are_all_watched(tmp_path: Path) -> None:
+    """A records folder nested deeper than Python's recursion limit: every folder is
+    watched (the walk keeps its own stack), and a file at the bottom is named."""
+    from memidex.warm.watch import Watcher
+
+    root = tmp_path / "repo"
+    deepest = root / "records"
+    deepest.mkdir(parents=True)
+    depth = sys.getrecursionlimit() + 100
+    for _ in range(depth):  # one at a time: pathlib's mkdir(parents=True) recurses too
+        deepest = deepest / "d"
+        deepest.mkdir()
+    (root / "policies").mkdir()
+    w = Watcher(str(root), ["records", "policies"])
+    try:
+        assert len(w._folders) == depth + 2  # records, each d, policies
+        (deepest / "r.md").write_text("r\n")
+        w.follow_git(None)
+        assert w.drain() is None  # outside git: HEAD is not followed
+        (deepest / "r.md").write_text("r again\n")
+        w._git_known = True  # as inside git with nothing moved, to read what it names
+        drained = w.drain()
+        assert drained is not None and len(drained) == 1
+        assert next(iter(drained)).endswith("/d/r.md")
+    finally:
+        w.close()
+        (deepest / "r.md").unlink(missing_ok=True)
+        while deepest != root / "records":  # bottom up: shutil.rmtree recurses, and so
+            deepest.rmdir()                  # would pytest's clean-up of old tmp folders
+            deepest = deepest.parent

@@ -22,7 +22,10 @@ It also watches where git keeps HEAD, the refs and its index (the git folder, th
 folder of a worktree, ``refs/`` and every folder under it, ``reftable/``): a commit, a
 checkout, a reset, ``git add`` or refs packed change what the slow way names — and the
 commit each answer names — without a record file changing, so a drain after any change
-there is ``None`` too (the watches stay as they are). The index names those folders
+there is ``None`` too (the watches stay as they are) — but for git's lock files
+(``index.lock``, ``HEAD.lock``, ``refs/heads/main.lock``, which ``git status`` takes and
+drops on every call): every change git makes under a lock lands as a rename of the lock
+onto the name, which is heard. The index names those folders
 (:meth:`Watcher.follow_git`, from :func:`memidex.index.staleness.watch`); until it has,
 outside git, or where one of them cannot be watched, every drain is ``None``.
 
@@ -166,8 +169,15 @@ class Watcher:
 
     def _watch_git_tree(self, path: str, *, top: bool = False) -> None:
         """Watch ``path`` and every folder under it (none there: nothing to watch)."""
-        for folder, _dirs, _files in os.walk(path):
+        stack = [path] if os.path.isdir(path) else []
+        while stack:
+            folder = stack.pop()
             self._watch_git(folder, top=top and folder == path)
+            try:
+                with os.scandir(folder) as it:
+                    stack.extend(e.path for e in it if e.is_dir(follow_symlinks=False))
+            except OSError:
+                continue
 
     def _watch_git(self, path: str, *, top: bool) -> None:
         try:
@@ -181,29 +191,29 @@ class Watcher:
             return
         self._git[wd] = (path, top)
 
-    def _walk(self, rel: str, below: bool) -> None:
-        """Watch the folder ``rel`` (and, ``below``, every folder under it as ``os.walk``
-        finds them: no folder whose name starts with a dot, no symlinked one), noting its
-        wanted files that have another name."""
-        if not self._watch(rel):
-            return
-        folder = rel.replace(os.sep, "/")
-        try:
-            with os.scandir(os.path.join(self.root, rel)) as it:
-                entries = list(it)
-        except OSError:
-            return  # gone since: its parent's watch has the event
-        for entry in entries:
-            try:
-                is_dir = entry.is_dir()
-            except OSError:
+    def _walk(self, top: str, below: bool) -> None:
+        """Watch the folder ``top`` (and, ``below``, every folder under it as ``os.walk``
+        finds them: no folder whose name starts with a dot, no symlinked one; with a stack
+        of its own, however deep), noting its wanted files that have another name."""
+        stack = [top]
+        while stack:
+            rel = stack.pop()
+            if not self._watch(rel):
                 continue
-            if is_dir:
-                if below and not entry.name.startswith(".") and not entry.is_symlink():
-                    self._walk(os.path.join(rel, entry.name), below)
-            elif self._wanted(folder, entry.name):
+            folder = rel.replace(os.sep, "/")
+            try:
+                with os.scandir(os.path.join(self.root, rel)) as it:
+                    entries = list(it)
+            except OSError:
+                continue  # gone since: its parent's watch has the event
+            for entry in entries:
                 try:
-                    if _other_names(entry.stat(follow_symlinks=False)):
+                    if entry.is_dir():
+                        if below and not entry.name.startswith(".") and \
+                                not entry.is_symlink():
+                            stack.append(os.path.join(rel, entry.name))
+                    elif self._wanted(folder, entry.name) and \
+                            _other_names(entry.stat(follow_symlinks=False)):
                         self._linked.add(f"{folder}/{entry.name}")
                 except OSError:
                     continue
@@ -281,6 +291,8 @@ class Watcher:
             return
         git = self._git.get(wd)
         if git is not None:
+            if name.endswith(".lock") and not mask & _ISDIR:
+                return  # git's lock files: what they change lands as a rename onto the name
             self._git_moved = True  # HEAD, a ref or git's index may have moved
             if mask & _LOST:
                 self._git.pop(wd, None)
